@@ -1,0 +1,52 @@
+//! `fabricsim`: the command-line front end. It parses arguments, calls the library crates and
+//! prints; anything a test or another front end would need lives in the libraries.
+//!
+//! Exit codes: 0 success, 2 bad usage or bad input (the message names the place), 1 anything
+//! else (an output file that could not be written).
+
+mod failure;
+mod output;
+mod topo;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "fabricsim",
+    version,
+    about = "Design, simulate and operate the networks that train large AI models"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Describe, list and export fabrics.
+    #[command(subcommand)]
+    Topo(topo::TopoCommand),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // clap prints help and version to stdout with status 0, usage errors with 2.
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    let result = match cli.command {
+        Command::Topo(cmd) => topo::run(cmd),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            eprintln!("error: {:#}", failure.error);
+            ExitCode::from(failure.code)
+        }
+    }
+}
