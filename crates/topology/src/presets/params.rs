@@ -30,7 +30,7 @@ pub enum PresetError {
         key: String,
         known: Vec<&'static str>,
     },
-    #[error("{preset}: {key}={value} is out of range: {expected}")]
+    #[error("{preset}: {key}={value} is not accepted: {expected}")]
     BadParam {
         preset: &'static str,
         key: &'static str,

@@ -62,8 +62,10 @@ pub fn build_superpod(p: &Params) -> Result<TopologyBuilder, PresetError> {
     if uplinks % spines != 0 {
         return Err(p.bad(
             "sus",
-            format!("{leaves} leaves of {uplinks} uplinks need {spines} spines, which do not divide the uplinks evenly; \
-                     choose sus so that {spines} divides {uplinks}, or change spine_radix"),
+            format!(
+                "{leaves} leaves of {uplinks} uplinks need {spines} spines of {radix} ports, and {uplinks} uplinks \
+                 do not spread evenly over {spines} spines (with the other defaults, sus may be 1, 2, 4 or 8)"
+            ),
         ));
     }
     let mut b = TopologyBuilder::new("superpod", vec!["leaf".into(), "spine".into()]);
