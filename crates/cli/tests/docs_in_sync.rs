@@ -8,7 +8,10 @@ fn repo_file(path: &str) -> String {
 }
 
 fn fabricsim(args: &[&str]) -> String {
-    let o = Command::new(env!("CARGO_BIN_EXE_fabricsim")).args(args).output().unwrap();
+    let o = Command::new(env!("CARGO_BIN_EXE_fabricsim"))
+        .args(args)
+        .output()
+        .unwrap();
     assert!(o.status.success());
     String::from_utf8(o.stdout).unwrap()
 }
@@ -16,7 +19,9 @@ fn fabricsim(args: &[&str]) -> String {
 #[test]
 fn readme_shows_the_real_main_job_output() {
     let readme = repo_file("README.md");
-    let start = readme.find("The first command prints:\n\n```text\n").expect("the README shows the main job's output");
+    let start = readme
+        .find("The first command prints:\n\n```text\n")
+        .expect("the README shows the main job's output");
     let block = &readme[start..];
     let body_start = block.find("```text\n").unwrap() + "```text\n".len();
     let body = &block[body_start..body_start + block[body_start..].find("```").unwrap()];
@@ -26,12 +31,21 @@ fn readme_shows_the_real_main_job_output() {
 #[test]
 fn presets_page_lists_every_parameter_with_its_default() {
     let page = repo_file("docs/presets.md");
-    let list: serde_json::Value = serde_json::from_str(&fabricsim(&["topo", "list", "--json"])).unwrap();
+    let list: serde_json::Value =
+        serde_json::from_str(&fabricsim(&["topo", "list", "--json"])).unwrap();
     for preset in list.as_array().unwrap() {
         let name = preset["name"].as_str().unwrap();
-        assert!(page.contains(&format!("## `{name}`")), "docs/presets.md has no section for {name}");
+        assert!(
+            page.contains(&format!("## `{name}`")),
+            "docs/presets.md has no section for {name}"
+        );
         for p in preset["params"].as_array().unwrap() {
-            let row = format!("| `{}` | `{}` | {} |", p["name"].as_str().unwrap(), p["default"].as_str().unwrap(), p["help"].as_str().unwrap());
+            let row = format!(
+                "| `{}` | `{}` | {} |",
+                p["name"].as_str().unwrap(),
+                p["default"].as_str().unwrap(),
+                p["help"].as_str().unwrap()
+            );
             assert!(page.contains(&row), "docs/presets.md lacks the row {row}");
         }
     }

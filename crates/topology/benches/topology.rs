@@ -41,7 +41,9 @@ fn json(c: &mut Criterion) {
             out
         })
     });
-    group.bench_function("read meta-cluster", |b| b.iter(|| read_json(&text).unwrap()));
+    group.bench_function("read meta-cluster", |b| {
+        b.iter(|| read_json(&text).unwrap())
+    });
     group.finish();
 }
 

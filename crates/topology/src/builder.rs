@@ -93,17 +93,18 @@ impl TopologyBuilder {
         id
     }
 
-    /// Adds a GPU, NIC or NVSwitch to `host`. (Switches go through [`Self::add_switch`].)
+    /// Adds a GPU, NIC or NVSwitch to `host`. A switch is not part of a host: use
+    /// [`Self::add_switch`]; passing one here is a programming error and panics.
     pub fn add_host_node(&mut self, host: HostId, kind: NodeKind, name: String) -> NodeId {
-        debug_assert!(kind.in_host(), "a switch does not belong to a host");
-        let id = self.push_node(kind, name, Some(host));
+        let id = NodeId(self.kinds.len() as u32);
         let h = &mut self.hosts[host.index()];
         match kind {
             NodeKind::Gpu => h.gpus.push(id),
             NodeKind::Nic => h.nics.push(id),
-            NodeKind::NvSwitch | NodeKind::Switch(_) => h.nvswitches.push(id),
+            NodeKind::NvSwitch => h.nvswitches.push(id),
+            NodeKind::Switch(_) => panic!("switch `{name}` cannot belong to a host"),
         }
-        id
+        self.push_node(kind, name, Some(host))
     }
 
     fn push_node(&mut self, kind: NodeKind, name: String, host: Option<HostId>) -> NodeId {

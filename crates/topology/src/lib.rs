@@ -17,6 +17,18 @@
 //!   leaf-spine; [`format`]: the JSON file format and Graphviz output;
 //! - [`figures::FabricFigures`]: what `fabricsim topo describe` reports.
 //!
+//! ```
+//! use fabricsim_topology::figures::FabricFigures;
+//! use fabricsim_topology::presets;
+//!
+//! let topo = presets::build("fat-tree", &[("k".into(), "4".into())])?;
+//! let figures = FabricFigures::of(&topo);
+//! assert_eq!(figures.hosts, 16); // k^3/4
+//! assert_eq!(figures.switches, 20); // 5k^2/4
+//! assert_eq!(figures.diameter_hops, 5); // edge, agg, core, agg, edge
+//! # Ok::<(), fabricsim_topology::presets::PresetError>(())
+//! ```
+//!
 //! The forwarding rule used by every figure (and later every route) is in [`reach`]: GPUs of a
 //! host talk over NVLink; between hosts, traffic leaves through a NIC of the source GPU, crosses
 //! only switches, and enters through a NIC of the destination GPU.

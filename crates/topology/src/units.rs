@@ -13,6 +13,16 @@
 //! - bandwidth: bits per second `bps Kbps Mbps Gbps Tbps` (also `Gb/s`), the port-speed
 //!   shorthand `400G` (= 400 Gbps, as network engineers say it), or bytes per second
 //!   `B/s KB/s MB/s GB/s TB/s GiB/s` (also `GBps`) — `400Gbps`, `50GB/s`.
+//!
+//! ```
+//! use fabricsim_topology::units::{Bandwidth, Nanos};
+//!
+//! let nic: Bandwidth = "400Gbps".parse()?;
+//! assert_eq!(nic, "50GB/s".parse()?);
+//! assert_eq!(nic.to_string(), "400Gbps");
+//! assert_eq!("1.5us".parse::<Nanos>()?, Nanos(1_500));
+//! # Ok::<(), fabricsim_topology::units::UnitError>(())
+//! ```
 
 use std::fmt;
 use std::str::FromStr;

@@ -121,3 +121,44 @@ fn default_cluster_round_trips_byte_identically() {
     assert_eq!(back.node_count(), topo.node_count());
     assert_eq!(back.links(), topo.links());
 }
+
+/// A small valid file to mutate.
+fn sample_file() -> String {
+    let topo = presets::build(
+        "leaf-spine",
+        &[
+            ("k".into(), "4".into()),
+            ("gpus_per_host".into(), "2".into()),
+        ],
+    )
+    .unwrap();
+    let mut out = Vec::new();
+    write_json(&topo, &mut out).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Bad input is an error, never a panic: random edits of a valid file either read or fail.
+    #[test]
+    fn mutated_files_never_panic(edits in prop::collection::vec((any::<prop::sample::Index>(), 0usize..5, "[\\[\\]{}\",:0-9a-z/ ]{0,3}"), 1..4)) {
+        let mut text = sample_file();
+        for (at, len, with) in edits {
+            let start = at.index(text.len());
+            let end = (start + len).min(text.len());
+            if text.is_char_boundary(start) && text.is_char_boundary(end) {
+                text.replace_range(start..end, &with);
+            }
+        }
+        let _ = read_json(&text);
+    }
+
+    #[test]
+    fn arbitrary_text_never_panics(text in "\\PC{0,200}") {
+        let _ = read_json(&text);
+        let _ = text.parse::<fabricsim_topology::Bandwidth>();
+        let _ = text.parse::<fabricsim_topology::Nanos>();
+        let _ = text.parse::<fabricsim_topology::Bytes>();
+    }
+}
