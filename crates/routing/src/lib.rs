@@ -1,0 +1,21 @@
+//! # fabricsim-routing: how traffic is spread over a fabric
+//!
+//! The layer above the topology. It keeps the **link state** overlay (up, down, derated) that
+//! failures and drains change without rebuilding the fabric, finds the **equal-cost shortest
+//! paths** between GPUs over the links that are up, and maps a **flow key** (what a switch
+//! hashes: addresses, UDP source port, destination port, RoCE destination QP) to a path under a
+//! **policy**: ECMP, E-ECMP, path pinning, or spraying (REFERENCE.md §1).
+//!
+//! What it does not do: decide how fast a flow moves (the network engines) or how a
+//! collective splits into flows (the collectives layer). Centralized TE will plug in as a
+//! policy backed by an explicit path table.
+//!
+//! Start with [`Router::route`], [`FlowKey`] and [`LinkState`].
+
+pub mod key;
+pub mod link_state;
+pub mod router;
+
+pub use key::{FlowKey, ROCEV2_PORT};
+pub use link_state::{LinkCondition, LinkState};
+pub use router::{HashConfig, Policy, Route, RouteError, Router};

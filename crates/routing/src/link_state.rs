@@ -1,0 +1,75 @@
+//! The link-state overlay: which directed links are up, down or derated. Changing it never
+//! rebuilds the topology; routing and the engines read capacity through it.
+
+use fabricsim_topology::{Bandwidth, LinkId, Topology};
+
+/// The condition of one directed link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkCondition {
+    Up,
+    Down,
+    /// Up, at this capacity instead of the cabled one (a flapping optic, a drained port group).
+    Derated(Bandwidth),
+}
+
+/// Per-directed-link condition, plus a version that changes with every change so that caches
+/// of routes can tell they are stale.
+#[derive(Clone, Debug)]
+pub struct LinkState {
+    conditions: Vec<LinkCondition>,
+    version: u64,
+}
+
+impl LinkState {
+    /// Every link up at its cabled capacity.
+    pub fn new(topo: &Topology) -> Self {
+        LinkState {
+            conditions: vec![LinkCondition::Up; topo.link_count()],
+            version: 0,
+        }
+    }
+
+    pub fn condition(&self, link: LinkId) -> LinkCondition {
+        self.conditions[link.index()]
+    }
+
+    pub fn is_up(&self, link: LinkId) -> bool {
+        self.conditions[link.index()] != LinkCondition::Down
+    }
+
+    /// Usable capacity now: 0 when down.
+    pub fn capacity(&self, topo: &Topology, link: LinkId) -> Bandwidth {
+        match self.conditions[link.index()] {
+            LinkCondition::Up => topo.link(link).capacity,
+            LinkCondition::Down => Bandwidth(0),
+            LinkCondition::Derated(c) => c,
+        }
+    }
+
+    /// Sets one direction of a link.
+    pub fn set(&mut self, link: LinkId, condition: LinkCondition) {
+        if self.conditions[link.index()] != condition {
+            self.conditions[link.index()] = condition;
+            self.version += 1;
+        }
+    }
+
+    /// Sets both directions of the cable `link` belongs to (a cable fails as a whole).
+    pub fn set_cable(&mut self, link: LinkId, condition: LinkCondition) {
+        self.set(link, condition);
+        self.set(link.reverse(), condition);
+    }
+
+    /// Bumped on every change.
+    pub fn version(&self) -> u64 {
+        self.version
+    }
+
+    pub fn down_links(&self) -> impl Iterator<Item = LinkId> + '_ {
+        self.conditions
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| **c == LinkCondition::Down)
+            .map(|(i, _)| LinkId(i as u32))
+    }
+}

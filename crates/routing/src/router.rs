@@ -1,0 +1,526 @@
+//! Routing a flow key to a path (or, for spraying, to a weighted set of links) under a policy,
+//! over the links that are up.
+//!
+//! Paths are the equal-cost shortest paths of the forwarding rule (see
+//! `fabricsim_topology::reach`): between hosts, source GPU → one of its NICs → switches →
+//! a NIC of the destination GPU → destination GPU; inside a host, over the NVSwitch. They are
+//! found without enumerating: for each destination, a backward BFS over the switches gives every
+//! switch's distance to the destination's NICs (cached per set of attachment switches, so the
+//! GPUs of a rack share one BFS, and dropped when the link state changes). A switch's candidate
+//! next hops are its up links to switches one step closer, or to the destination's NICs.
+//! That is the closed form of a Clos (an up-port choice per tier) and works on any graph.
+//!
+//! The choice among candidates is made **hop by hop**, as switches make it:
+//! - `ecmp`: each node hashes the 5-tuple with its own seed (or all with one seed, which
+//!   reproduces hash polarization);
+//! - `eecmp`: the same with the destination QP in the hash;
+//! - `pin`: destination-mod-k: candidate `ordinal(dst) mod k` at every hop, a deterministic
+//!   per-destination path, as Meta's path pinning;
+//! - `spray`: no choice — the flow is spread evenly over all equal-cost paths, each link
+//!   weighted by the share of paths that cross it.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use fabricsim_topology::{LinkId, Nanos, NodeId, NodeKind, Topology};
+
+use crate::key::{mix, FlowKey};
+use crate::link_state::LinkState;
+
+/// How a switch picks among equal-cost next hops.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    Ecmp,
+    EEcmp,
+    Pin,
+    Spray,
+}
+
+impl Policy {
+    pub const NAMES: [&'static str; 4] = ["ecmp", "eecmp", "pin", "spray"];
+
+    pub fn parse(s: &str) -> Option<Policy> {
+        match s {
+            "ecmp" => Some(Policy::Ecmp),
+            "eecmp" => Some(Policy::EEcmp),
+            "pin" => Some(Policy::Pin),
+            "spray" => Some(Policy::Spray),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Ecmp => "ecmp",
+            Policy::EEcmp => "eecmp",
+            Policy::Pin => "pin",
+            Policy::Spray => "spray",
+        }
+    }
+}
+
+/// Hash seeds. By default every node gets its own seed derived from `seed` and its id; with
+/// `polarized` all nodes use `seed` itself, so consecutive tiers make correlated choices.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HashConfig {
+    pub seed: u64,
+    pub polarized: bool,
+}
+
+/// Where a flow's bytes go.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Route {
+    /// One path, as directed links from source to destination.
+    Path { links: Vec<LinkId>, latency: Nanos },
+    /// Bytes spread over several paths: each link with the fraction of the flow it carries.
+    Spread {
+        links: Vec<(LinkId, f64)>,
+        latency: Nanos,
+    },
+}
+
+impl Route {
+    /// Each link with the fraction of the flow's rate it carries.
+    pub fn incidence(&self) -> Vec<(LinkId, f64)> {
+        match self {
+            Route::Path { links, .. } => links.iter().map(|&l| (l, 1.0)).collect(),
+            Route::Spread { links, .. } => links.clone(),
+        }
+    }
+
+    /// Propagation latency (for a spread, of its slowest path).
+    pub fn latency(&self) -> Nanos {
+        match self {
+            Route::Path { latency, .. } | Route::Spread { latency, .. } => *latency,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RouteError {
+    #[error("`{0}` is not a GPU")]
+    NotAGpu(String),
+    #[error("no path from `{src}` to `{dst}` over the links that are up")]
+    NoPath { src: String, dst: String },
+}
+
+const FAR: u16 = u16::MAX;
+
+/// Routes flows over one topology. Holds per-destination caches; see the module docs.
+pub struct Router<'t> {
+    topo: &'t Topology,
+    policy: Policy,
+    hash: HashConfig,
+    switch_index: Vec<u32>,
+    switch_count: usize,
+    gpu_ordinal: Vec<u32>,
+    dist_cache: HashMap<Vec<u32>, Rc<Vec<u16>>>,
+    cache_version: u64,
+}
+
+/// The shortest-path DAG toward one destination.
+struct Toward<'a> {
+    topo: &'a Topology,
+    state: &'a LinkState,
+    src: NodeId,
+    dst: NodeId,
+    switch_index: &'a [u32],
+    dist: Rc<Vec<u16>>,
+}
+
+impl Toward<'_> {
+    fn up_targets(&self, u: NodeId) -> impl Iterator<Item = (LinkId, NodeId)> + '_ {
+        self.topo
+            .out_links(u)
+            .iter()
+            .filter(|&&l| self.state.is_up(l))
+            .map(|&l| (l, self.topo.link(l).dst))
+    }
+
+    fn links_to_dst(&self, nic: NodeId) -> bool {
+        self.up_targets(nic).any(|(_, v)| v == self.dst)
+    }
+
+    fn switch_cost(&self, s: NodeId) -> Option<u32> {
+        let d = self.dist[self.switch_index[s.index()] as usize];
+        (d != FAR).then(|| u32::from(d) + 2)
+    }
+
+    /// Links from `u` to its cost; `None` when the destination is not reachable from `u`.
+    fn cost(&self, u: NodeId) -> Option<u32> {
+        if u == self.dst {
+            return Some(0);
+        }
+        match self.topo.kind(u) {
+            NodeKind::Switch(_) => self.switch_cost(u),
+            NodeKind::Nic if self.links_to_dst(u) => Some(1),
+            NodeKind::Nic if self.is_src_nic(u) => self
+                .up_targets(u)
+                .filter(|(_, v)| self.topo.kind(*v).is_switch())
+                .filter_map(|(_, v)| self.switch_cost(v))
+                .min()
+                .map(|c| c + 1),
+            NodeKind::Gpu if u == self.src => self
+                .up_targets(u)
+                .filter(|(_, v)| self.topo.kind(*v) == NodeKind::Nic)
+                .filter_map(|(_, v)| self.cost(v))
+                .min()
+                .map(|c| c + 1),
+            _ => None,
+        }
+    }
+
+    fn is_src_nic(&self, nic: NodeId) -> bool {
+        self.topo.nics_of_gpu(self.src).any(|n| n == nic)
+    }
+
+    /// The equal-cost next hops of `u`, in link-id order. Hosts never forward for others:
+    /// a switch hands traffic only to switches or to the destination's NICs.
+    fn next_hops(&self, u: NodeId) -> Vec<LinkId> {
+        let Some(c) = self.cost(u) else {
+            return Vec::new();
+        };
+        if c == 0 {
+            return Vec::new();
+        }
+        let from_switch = self.topo.kind(u).is_switch();
+        self.up_targets(u)
+            .filter(|&(_, v)| {
+                let allowed = match self.topo.kind(v) {
+                    NodeKind::Switch(_) => true,
+                    NodeKind::Nic => !from_switch || self.links_to_dst(v),
+                    NodeKind::Gpu => v == self.dst,
+                    NodeKind::NvSwitch => false,
+                };
+                allowed && self.cost(v) == Some(c - 1)
+            })
+            .map(|(l, _)| l)
+            .collect()
+    }
+}
+
+impl<'t> Router<'t> {
+    pub fn new(topo: &'t Topology, policy: Policy, hash: HashConfig) -> Self {
+        let mut switch_index = vec![u32::MAX; topo.node_count()];
+        let mut switch_count = 0;
+        for (s, _) in topo.switches() {
+            switch_index[s.index()] = switch_count as u32;
+            switch_count += 1;
+        }
+        let mut gpu_ordinal = vec![u32::MAX; topo.node_count()];
+        for (i, g) in topo.gpus().iter().enumerate() {
+            gpu_ordinal[g.index()] = i as u32;
+        }
+        Router {
+            topo,
+            policy,
+            hash,
+            switch_index,
+            switch_count,
+            gpu_ordinal,
+            dist_cache: HashMap::new(),
+            cache_version: 0,
+        }
+    }
+
+    pub fn topology(&self) -> &'t Topology {
+        self.topo
+    }
+
+    pub fn policy(&self) -> Policy {
+        self.policy
+    }
+
+    fn check_gpu(&self, n: NodeId) -> Result<(), RouteError> {
+        if self.topo.kind(n) == NodeKind::Gpu {
+            Ok(())
+        } else {
+            Err(RouteError::NotAGpu(self.topo.node_name(n).to_string()))
+        }
+    }
+
+    fn no_path(&self, src: NodeId, dst: NodeId) -> RouteError {
+        RouteError::NoPath {
+            src: self.topo.node_name(src).to_string(),
+            dst: self.topo.node_name(dst).to_string(),
+        }
+    }
+
+    /// Switch distances (in switch-to-switch links) to the switches that reach `dst`'s NICs.
+    fn distances(&mut self, state: &LinkState, dst: NodeId) -> Rc<Vec<u16>> {
+        if state.version() != self.cache_version {
+            self.dist_cache.clear();
+            self.cache_version = state.version();
+        }
+        let topo = self.topo;
+        let mut sources: Vec<u32> = Vec::new();
+        for &l in topo.out_links(dst) {
+            let nic = topo.link(l).dst;
+            if topo.kind(nic) != NodeKind::Nic || !state.is_up(l.reverse()) {
+                continue;
+            }
+            for &m in topo.out_links(nic) {
+                let s = topo.link(m).dst;
+                // The switch must be able to send to the NIC: the reverse direction is up.
+                if topo.kind(s).is_switch() && state.is_up(m.reverse()) {
+                    sources.push(self.switch_index[s.index()]);
+                }
+            }
+        }
+        sources.sort_unstable();
+        sources.dedup();
+        if let Some(d) = self.dist_cache.get(&sources) {
+            return Rc::clone(d);
+        }
+        let mut dist = vec![FAR; self.switch_count];
+        let mut frontier: Vec<NodeId> = Vec::new();
+        for (s, _) in topo.switches() {
+            if sources.binary_search(&self.switch_index[s.index()]).is_ok() {
+                dist[self.switch_index[s.index()] as usize] = 0;
+                frontier.push(s);
+            }
+        }
+        let mut level = 0u16;
+        while !frontier.is_empty() {
+            level += 1;
+            let mut next = Vec::new();
+            for &t in &frontier {
+                for &l in topo.out_links(t) {
+                    let s = topo.link(l).dst;
+                    let si = self.switch_index[s.index()];
+                    // s can reach t if the direction s -> t is up.
+                    if si != u32::MAX && dist[si as usize] == FAR && state.is_up(l.reverse()) {
+                        dist[si as usize] = level;
+                        next.push(s);
+                    }
+                }
+            }
+            frontier = next;
+        }
+        let dist = Rc::new(dist);
+        self.dist_cache.insert(sources, Rc::clone(&dist));
+        dist
+    }
+
+    fn toward<'a>(
+        &'a self,
+        state: &'a LinkState,
+        src: NodeId,
+        dst: NodeId,
+        dist: Rc<Vec<u16>>,
+    ) -> Toward<'a> {
+        Toward {
+            topo: self.topo,
+            state,
+            src,
+            dst,
+            switch_index: &self.switch_index,
+            dist,
+        }
+    }
+
+    /// The NVLink path inside a host, if `src` and `dst` share an NVSwitch or a direct link.
+    fn nvlink_path(&self, state: &LinkState, src: NodeId, dst: NodeId) -> Option<Vec<LinkId>> {
+        let topo = self.topo;
+        if topo.host_of(src) != topo.host_of(dst) {
+            return None;
+        }
+        for &l in topo.out_links(src) {
+            if !state.is_up(l) {
+                continue;
+            }
+            let v = topo.link(l).dst;
+            if v == dst {
+                return Some(vec![l]);
+            }
+            if topo.kind(v) == NodeKind::NvSwitch {
+                if let Some(&m) = topo
+                    .out_links(v)
+                    .iter()
+                    .find(|&&m| topo.link(m).dst == dst && state.is_up(m))
+                {
+                    return Some(vec![l, m]);
+                }
+            }
+        }
+        None
+    }
+
+    fn latency_of(&self, links: &[LinkId]) -> Nanos {
+        Nanos(links.iter().map(|&l| self.topo.link(l).latency.0).sum())
+    }
+
+    fn node_seed(&self, node: NodeId) -> u64 {
+        if self.hash.polarized {
+            self.hash.seed
+        } else {
+            mix(self.hash.seed ^ (u64::from(node.0) << 20))
+        }
+    }
+
+    /// Routes `key` under the router's policy.
+    pub fn route(&mut self, state: &LinkState, key: &FlowKey) -> Result<Route, RouteError> {
+        self.check_gpu(key.src)?;
+        self.check_gpu(key.dst)?;
+        if let Some(links) = self.nvlink_path(state, key.src, key.dst) {
+            let latency = self.latency_of(&links);
+            return Ok(Route::Path { links, latency });
+        }
+        match self.policy {
+            Policy::Spray => self.spread(state, key.src, key.dst),
+            policy => {
+                let ordinal = u64::from(self.gpu_ordinal[key.dst.index()]);
+                let (src, dst) = (key.src, key.dst);
+                let dist = self.distances(state, dst);
+                let t = self.toward(state, src, dst, dist);
+                let mut links = Vec::new();
+                let mut u = src;
+                loop {
+                    let hops = t.next_hops(u);
+                    if hops.is_empty() {
+                        break;
+                    }
+                    let h = match policy {
+                        Policy::Ecmp => key.hash5(self.node_seed(u)),
+                        Policy::EEcmp => key.hash_with_qp(self.node_seed(u)),
+                        _ => ordinal,
+                    };
+                    let l = hops[(h % hops.len() as u64) as usize];
+                    links.push(l);
+                    u = self.topo.link(l).dst;
+                }
+                if u != dst {
+                    return Err(self.no_path(src, dst));
+                }
+                let latency = self.latency_of(&links);
+                Ok(Route::Path { links, latency })
+            }
+        }
+    }
+
+    /// Nodes of the DAG from `src`, in order of decreasing cost (a topological order), with
+    /// each node's next hops.
+    fn dag(
+        &mut self,
+        state: &LinkState,
+        src: NodeId,
+        dst: NodeId,
+    ) -> Result<Vec<(NodeId, Vec<LinkId>)>, RouteError> {
+        let topo = self.topo;
+        let dist = self.distances(state, dst);
+        let t = self.toward(state, src, dst, dist);
+        if t.cost(src).is_none() {
+            return Err(self.no_path(src, dst));
+        }
+        let mut order: Vec<(u32, NodeId)> = vec![(t.cost(src).unwrap_or(0), src)];
+        let mut seen = std::collections::BTreeSet::from([src]);
+        let mut i = 0;
+        while i < order.len() {
+            let u = order[i].1;
+            for l in t.next_hops(u) {
+                let v = topo.link(l).dst;
+                if seen.insert(v) {
+                    order.push((t.cost(v).unwrap_or(0), v));
+                }
+            }
+            i += 1;
+        }
+        order.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        Ok(order
+            .into_iter()
+            .map(|(_, u)| (u, t.next_hops(u)))
+            .collect())
+    }
+
+    /// Bytes spread evenly over every equal-cost path: link weight = share of paths using it.
+    fn spread(&mut self, state: &LinkState, src: NodeId, dst: NodeId) -> Result<Route, RouteError> {
+        let dag = self.dag(state, src, dst)?;
+        let index: HashMap<NodeId, usize> =
+            dag.iter().enumerate().map(|(i, (u, _))| (*u, i)).collect();
+        let mut to_dst = vec![0f64; dag.len()];
+        let mut latency_to_dst = vec![0u64; dag.len()];
+        for i in (0..dag.len()).rev() {
+            let (u, hops) = &dag[i];
+            if *u == dst {
+                to_dst[i] = 1.0;
+            }
+            for &l in hops {
+                let j = index[&self.topo.link(l).dst];
+                to_dst[i] += to_dst[j];
+                latency_to_dst[i] =
+                    latency_to_dst[i].max(latency_to_dst[j] + self.topo.link(l).latency.0);
+            }
+        }
+        let total = to_dst[0];
+        let mut from_src = vec![0f64; dag.len()];
+        from_src[0] = 1.0;
+        let mut links = Vec::new();
+        for (i, (_, hops)) in dag.iter().enumerate() {
+            for &l in hops {
+                let j = index[&self.topo.link(l).dst];
+                from_src[j] += from_src[i];
+                links.push((l, from_src[i] * to_dst[j] / total));
+            }
+        }
+        links.sort_by_key(|&(l, _)| l);
+        Ok(Route::Spread {
+            links,
+            latency: Nanos(latency_to_dst[0]),
+        })
+    }
+
+    /// Up to `limit` equal-cost paths from `src` to `dst` (in link-id order), and how many
+    /// there are in all.
+    pub fn equal_cost_paths(
+        &mut self,
+        state: &LinkState,
+        src: NodeId,
+        dst: NodeId,
+        limit: usize,
+    ) -> Result<(Vec<Vec<LinkId>>, u64), RouteError> {
+        self.check_gpu(src)?;
+        self.check_gpu(dst)?;
+        if let Some(path) = self.nvlink_path(state, src, dst) {
+            return Ok((vec![path], 1));
+        }
+        let dag = self.dag(state, src, dst)?;
+        let hops: HashMap<NodeId, &Vec<LinkId>> = dag.iter().map(|(u, h)| (*u, h)).collect();
+        let mut count: HashMap<NodeId, u64> = HashMap::new();
+        for (u, h) in dag.iter().rev() {
+            let c = if *u == dst {
+                1
+            } else {
+                h.iter()
+                    .map(|&l| count[&self.topo.link(l).dst])
+                    .fold(0u64, u64::saturating_add)
+            };
+            count.insert(*u, c);
+        }
+        let mut paths = Vec::new();
+        let mut stack: Vec<LinkId> = Vec::new();
+        fn walk(
+            topo: &Topology,
+            hops: &HashMap<NodeId, &Vec<LinkId>>,
+            u: NodeId,
+            dst: NodeId,
+            stack: &mut Vec<LinkId>,
+            paths: &mut Vec<Vec<LinkId>>,
+            limit: usize,
+        ) {
+            if paths.len() >= limit {
+                return;
+            }
+            if u == dst {
+                paths.push(stack.clone());
+                return;
+            }
+            for &l in hops[&u].iter() {
+                stack.push(l);
+                walk(topo, hops, topo.link(l).dst, dst, stack, paths, limit);
+                stack.pop();
+            }
+        }
+        walk(self.topo, &hops, src, dst, &mut stack, &mut paths, limit);
+        Ok((paths, count[&src]))
+    }
+}

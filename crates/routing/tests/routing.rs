@@ -1,0 +1,282 @@
+//! Routing facts a network engineer relies on.
+
+use fabricsim_routing::{
+    FlowKey, HashConfig, LinkCondition, LinkState, Policy, Route, RouteError, Router,
+};
+use fabricsim_topology::figures::FabricFigures;
+use fabricsim_topology::presets;
+use fabricsim_topology::{LinkId, NodeId, Topology};
+
+fn build(name: &str, settings: &[(&str, &str)]) -> Topology {
+    let o: Vec<(String, String)> = settings
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    presets::build(name, &o).unwrap()
+}
+
+fn id(topo: &Topology, name: &str) -> NodeId {
+    topo.node_by_name(name)
+        .unwrap_or_else(|| panic!("no node {name}"))
+}
+
+fn path(route: &Route) -> Vec<LinkId> {
+    match route {
+        Route::Path { links, .. } => links.clone(),
+        Route::Spread { .. } => panic!("expected a single path"),
+    }
+}
+
+#[test]
+fn path_counts_agree_with_the_topology_figures() {
+    for (name, settings) in [
+        ("fat-tree", vec![("k", "8")]),
+        ("meta-cluster", vec![("zones", "2"), ("racks", "8")]),
+        ("hpn", vec![("segments", "2"), ("hosts_per_segment", "8")]),
+        ("superpod", vec![("sus", "2")]),
+        ("dcn-plus", vec![("pods", "2")]),
+    ] {
+        let topo = build(name, &settings);
+        let f = FabricFigures::of(&topo);
+        let [a, b] = f.farthest_pair.clone().unwrap();
+        let mut router = Router::new(&topo, Policy::Ecmp, HashConfig::default());
+        let state = LinkState::new(&topo);
+        let (paths, total) = router
+            .equal_cost_paths(&state, id(&topo, &a), id(&topo, &b), 100_000)
+            .unwrap();
+        assert_eq!(total, f.max_equal_cost_paths, "{name}");
+        assert_eq!(paths.len() as u64, total.min(100_000), "{name}");
+        // Every path has the diameter's switch count: links = switches + 4 host hops... + 1.
+        assert!(
+            paths
+                .iter()
+                .all(|p| p.len() == f.diameter_hops as usize + 3),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn ecmp_picks_one_of_the_equal_cost_paths_deterministically() {
+    let topo = build("meta-ai-zone", &[("racks", "4")]);
+    let state = LinkState::new(&topo);
+    let (src, dst) = (id(&topo, "host0/gpu0"), id(&topo, "host7/gpu3"));
+    let mut router = Router::new(
+        &topo,
+        Policy::Ecmp,
+        HashConfig {
+            seed: 7,
+            polarized: false,
+        },
+    );
+    let (paths, total) = router.equal_cost_paths(&state, src, dst, 64).unwrap();
+    assert_eq!(total, 16);
+    let key = FlowKey::connection(src, dst, 0, 7);
+    let chosen = path(&router.route(&state, &key).unwrap());
+    assert!(paths.contains(&chosen));
+    assert_eq!(
+        chosen,
+        path(&router.route(&state, &key).unwrap()),
+        "same key, same path"
+    );
+    // GPU -> NIC -> RTSW -> CTSW -> RTSW -> NIC -> GPU
+    assert_eq!(chosen.len(), 6);
+    // Inside a host, over the NVSwitch.
+    let local = router
+        .route(
+            &state,
+            &FlowKey::connection(src, id(&topo, "host0/gpu5"), 0, 7),
+        )
+        .unwrap();
+    assert_eq!(path(&local).len(), 2);
+}
+
+/// Busiest / mean load when `flows` keys are hashed over `links` links, averaged over trials.
+fn mean_imbalance(flows: u32, links: u64, trials: u32) -> f64 {
+    let mut sum = 0.0;
+    for t in 0..trials {
+        let mut load = vec![0u32; links as usize];
+        for f in 0..flows {
+            let key = FlowKey::connection(NodeId(f), NodeId(1_000_000 + t), 0, u64::from(t));
+            load[(key.hash5(99) % links) as usize] += 1;
+        }
+        let max = *load.iter().max().unwrap() as f64;
+        sum += max / (flows as f64 / links as f64);
+    }
+    sum / trials as f64
+}
+
+#[test]
+fn ecmp_imbalance_is_what_probability_says() {
+    // REFERENCE.md §4: 1,000 flows on 16 links give busiest/mean above 1.2; 16 on 16 about 3.1.
+    let many = mean_imbalance(1_000, 16, 400);
+    assert!((1.2..1.45).contains(&many), "1000 on 16: {many}");
+    let few = mean_imbalance(16, 16, 2_000);
+    assert!((2.9..3.3).contains(&few), "16 on 16: {few}");
+}
+
+/// How many flows each RTSW uplink of rack 0 carries when rack 0's 16 GPUs each send to the
+/// same-index GPU of rack 1, one connection (or `qps` QPs) each.
+fn rack_uplink_loads(topo: &Topology, state: &LinkState, policy: Policy, qps: u32) -> Vec<u32> {
+    let mut router = Router::new(
+        topo,
+        policy,
+        HashConfig {
+            seed: 1,
+            polarized: false,
+        },
+    );
+    let rtsw = id(topo, "zone0/rack0/rtsw");
+    let uplinks: Vec<LinkId> = topo
+        .out_links(rtsw)
+        .iter()
+        .copied()
+        .filter(|&l| topo.kind(topo.link(l).dst).is_switch())
+        .collect();
+    let mut load = vec![0u32; uplinks.len()];
+    for h in 0..2 {
+        for g in 0..8 {
+            let src = id(topo, &format!("host{h}/gpu{g}"));
+            let dst = id(topo, &format!("host{}/gpu{g}", h + 2));
+            for qp in 0..qps {
+                let route = router
+                    .route(state, &FlowKey::connection(src, dst, qp, 1))
+                    .unwrap();
+                for l in path(&route) {
+                    if let Some(i) = uplinks.iter().position(|&u| u == l) {
+                        load[i] += 1;
+                    }
+                }
+            }
+        }
+    }
+    load
+}
+
+#[test]
+fn pinning_balances_full_racks_and_ecmp_collides() {
+    let topo = build("meta-ai-zone", &[("racks", "4")]);
+    let state = LinkState::new(&topo);
+    let pinned = rack_uplink_loads(&topo, &state, Policy::Pin, 1);
+    assert_eq!(
+        pinned,
+        vec![1; 16],
+        "destination-mod-k puts each of 16 destinations on its own uplink"
+    );
+    let ecmp = rack_uplink_loads(&topo, &state, Policy::Ecmp, 1);
+    assert_eq!(ecmp.iter().sum::<u32>(), 16);
+    assert!(
+        *ecmp.iter().max().unwrap() >= 2,
+        "16 hashed flows on 16 uplinks collide: {ecmp:?}"
+    );
+    // E-ECMP with 16 QPs per connection: 256 flows, spread much closer to the mean of 16.
+    let eecmp = rack_uplink_loads(&topo, &state, Policy::EEcmp, 16);
+    assert_eq!(eecmp.iter().sum::<u32>(), 256);
+    assert!(*eecmp.iter().max().unwrap() <= 30, "{eecmp:?}");
+    // Under plain ECMP the QP is invisible: all 16 QPs of a connection share one path.
+    let ecmp_qps = rack_uplink_loads(&topo, &state, Policy::Ecmp, 16);
+    assert_eq!(ecmp_qps.iter().map(|&x| x / 16).collect::<Vec<_>>(), ecmp);
+}
+
+#[test]
+fn identical_seeds_polarize() {
+    // k=4 fat-tree: from pod 0 to pod 1, an edge picks one of 2 aggs, the agg one of 2 cores.
+    // With one seed everywhere the two choices use the same hash, so only 2 of 4 cores carry
+    // traffic; with per-switch seeds all 4 do.
+    let topo = build("fat-tree", &[("k", "4")]);
+    let state = LinkState::new(&topo);
+    let cores_used = |polarized: bool| {
+        let mut router = Router::new(&topo, Policy::Ecmp, HashConfig { seed: 3, polarized });
+        let mut used = std::collections::BTreeSet::new();
+        for f in 0..256u32 {
+            let key = FlowKey::connection(
+                id(&topo, "host0/gpu0"),
+                id(&topo, "host4/gpu0"),
+                0,
+                u64::from(f),
+            );
+            for l in path(&router.route(&state, &key).unwrap()) {
+                let n = topo.link(l).dst;
+                if topo.node_name(n).starts_with("core") {
+                    used.insert(n);
+                }
+            }
+        }
+        used.len()
+    };
+    assert_eq!(cores_used(false), 4);
+    assert_eq!(cores_used(true), 2);
+}
+
+#[test]
+fn spray_spreads_evenly_over_all_paths() {
+    let topo = build("meta-ai-zone", &[("racks", "4")]);
+    let state = LinkState::new(&topo);
+    let mut router = Router::new(&topo, Policy::Spray, HashConfig::default());
+    let route = router
+        .route(
+            &state,
+            &FlowKey::connection(id(&topo, "host0/gpu0"), id(&topo, "host7/gpu3"), 0, 0),
+        )
+        .unwrap();
+    let links = route.incidence();
+    // 2 host links each side at weight 1, 16 up and 16 down links at 1/16.
+    assert_eq!(links.len(), 4 + 32);
+    let total: f64 = links.iter().map(|&(_, w)| w).sum();
+    assert!(
+        (total - 6.0).abs() < 1e-12,
+        "each of the 6 hops carries the whole flow: {total}"
+    );
+    assert_eq!(
+        links
+            .iter()
+            .filter(|&&(_, w)| (w - 1.0 / 16.0).abs() < 1e-12)
+            .count(),
+        32
+    );
+}
+
+#[test]
+fn down_links_are_avoided_and_partitions_reported() {
+    let topo = build("meta-ai-zone", &[("racks", "4")]);
+    let mut state = LinkState::new(&topo);
+    let (src, dst) = (id(&topo, "host0/gpu0"), id(&topo, "host7/gpu3"));
+    let rtsw = id(&topo, "zone0/rack0/rtsw");
+    let uplinks: Vec<LinkId> = topo
+        .out_links(rtsw)
+        .iter()
+        .copied()
+        .filter(|&l| topo.kind(topo.link(l).dst).is_switch())
+        .collect();
+    state.set_cable(uplinks[3], LinkCondition::Down);
+    let mut router = Router::new(&topo, Policy::Ecmp, HashConfig::default());
+    let (paths, total) = router.equal_cost_paths(&state, src, dst, 64).unwrap();
+    assert_eq!(total, 15);
+    assert!(paths.iter().all(|p| !p.contains(&uplinks[3])));
+    for f in 0..64 {
+        let route = router
+            .route(&state, &FlowKey::connection(src, dst, 0, f))
+            .unwrap();
+        assert!(!path(&route).contains(&uplinks[3]));
+    }
+    for &u in &uplinks {
+        state.set_cable(u, LinkCondition::Down);
+    }
+    let err = router
+        .route(&state, &FlowKey::connection(src, dst, 0, 0))
+        .unwrap_err();
+    assert_eq!(
+        err,
+        RouteError::NoPath {
+            src: "host0/gpu0".into(),
+            dst: "host7/gpu3".into()
+        }
+    );
+    // Up again: routes come back (the cache follows the link-state version).
+    for &u in &uplinks {
+        state.set_cable(u, LinkCondition::Up);
+    }
+    assert!(router
+        .route(&state, &FlowKey::connection(src, dst, 0, 0))
+        .is_ok());
+}
