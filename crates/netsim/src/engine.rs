@@ -1,0 +1,78 @@
+//! The contract every network engine keeps. Engines are passive state machines, in the style
+//! of smoltcp's `poll`: the caller submits flows and changes link capacity at the engine's
+//! current time, asks when the next event is due, and advances time; the engine never calls up.
+
+use fabricsim_topology::{Bandwidth, LinkId, Nanos};
+
+/// What the engine needs of a flow: the links it loads with the fraction of its rate each
+/// carries (1 on a path; less on each branch of a spread flow), its size, an optional rate cap
+/// (NIC line rate, PCIe, a slow receiver) and its path latency.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlowSpec {
+    pub links: Vec<(LinkId, f64)>,
+    pub bytes: u64,
+    pub cap: Option<Bandwidth>,
+    pub latency: Nanos,
+}
+
+/// A flow's handle: dense, in submission order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct FlowId(pub u32);
+
+/// A flow whose last byte arrived at `at`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Completion {
+    pub flow: FlowId,
+    pub at: Nanos,
+}
+
+/// Per-directed-link accounting since time 0.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LinkStats {
+    /// Bytes carried.
+    pub bytes: Vec<f64>,
+    /// Time with any load.
+    pub busy: Vec<Nanos>,
+    /// Highest load / capacity seen.
+    pub peak_utilization: Vec<f64>,
+    /// The time the figures run to.
+    pub elapsed: Nanos,
+}
+
+impl LinkStats {
+    pub fn new(links: usize) -> Self {
+        LinkStats {
+            bytes: vec![0.0; links],
+            busy: vec![Nanos(0); links],
+            peak_utilization: vec![0.0; links],
+            elapsed: Nanos(0),
+        }
+    }
+
+    /// Mean utilization of `link` over the elapsed time, at capacity `capacity`.
+    pub fn utilization(&self, link: LinkId, capacity: Bandwidth) -> f64 {
+        if self.elapsed.0 == 0 || capacity.0 == 0 {
+            return 0.0;
+        }
+        self.bytes[link.index()] / (capacity.0 as f64 * self.elapsed.0 as f64 * 1e-9)
+    }
+}
+
+/// See the module docs.
+pub trait Engine {
+    /// The engine's current time; submissions and changes take effect at it.
+    fn now(&self) -> Nanos;
+    fn submit(&mut self, flow: FlowSpec) -> FlowId;
+    /// A link's usable capacity from now on (0 = down).
+    fn set_link_capacity(&mut self, link: LinkId, capacity: Bandwidth);
+    /// Moves an unfinished flow's remaining bytes onto new links.
+    fn reroute(&mut self, flow: FlowId, links: Vec<(LinkId, f64)>, latency: Nanos);
+    /// A flow's current rate.
+    fn rate(&mut self, flow: FlowId) -> Bandwidth;
+    /// When the engine next has something to do (a flow draining or completing), if ever.
+    fn next_event(&mut self) -> Option<Nanos>;
+    /// Moves time to `to`, appending the flows that completed on the way, in time order.
+    fn advance(&mut self, to: Nanos, finished: &mut Vec<Completion>);
+    /// Per-link accounting up to now.
+    fn link_stats(&mut self) -> &LinkStats;
+}

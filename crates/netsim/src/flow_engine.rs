@@ -1,0 +1,385 @@
+//! The flow-level engine: flows share links max-min fairly; rates are re-solved only where
+//! something changed.
+//!
+//! Bookkeeping: a flow's remaining bytes are settled lazily, from its rate and the time of its
+//! last rate change. Every arrival, drain, reroute or capacity change marks flows or links
+//! *dirty*; before time moves on, all changes that share the current timestamp are solved
+//! together, and only the component they touch (the flows reachable from them through shared
+//! links, SimGrid's "selective update") is re-solved. A flow *drains* when its last byte leaves
+//! the source; it *completes* one path latency later, when the last byte arrives.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use fabricsim_topology::{Bandwidth, LinkId, Nanos, Topology};
+
+use crate::engine::{Completion, Engine, FlowId, FlowSpec, LinkStats};
+use crate::maxmin::{Demand, Solver};
+
+struct Flow {
+    links: Vec<(u32, f64)>,
+    cap: f64,
+    latency: Nanos,
+    /// Bytes still to send as of `updated`.
+    remaining: f64,
+    rate: f64,
+    updated: Nanos,
+    /// Bumped whenever the rate changes, so stale drain events are skipped.
+    version: u32,
+    active: bool,
+}
+
+/// See the module docs.
+pub struct FlowEngine {
+    now: Nanos,
+    capacity: Vec<f64>,
+    flows: Vec<Flow>,
+    link_flows: Vec<Vec<u32>>,
+    dirty_flows: Vec<u32>,
+    dirty_links: Vec<u32>,
+    drains: BinaryHeap<Reverse<(u64, u32, u32)>>,
+    arrivals: BinaryHeap<Reverse<(u64, u32)>>,
+    solver: Solver,
+    // Component search scratch, reused across solves (no allocation in steady state).
+    flow_mark: Vec<u32>,
+    link_mark: Vec<u32>,
+    epoch: u32,
+    comp_flows: Vec<u32>,
+    comp_links: Vec<u32>,
+    rates: Vec<f64>,
+    // Link accounting.
+    load: Vec<f64>,
+    since: Vec<Nanos>,
+    stats: LinkStats,
+    solves: u64,
+}
+
+fn ns_to_s(ns: u64) -> f64 {
+    ns as f64 * 1e-9
+}
+
+impl FlowEngine {
+    /// An engine over `topo`'s links at their cabled capacities, at time 0.
+    pub fn new(topo: &Topology) -> Self {
+        let n = topo.link_count();
+        FlowEngine {
+            now: Nanos(0),
+            capacity: topo.links().iter().map(|l| l.capacity.0 as f64).collect(),
+            flows: Vec::new(),
+            link_flows: vec![Vec::new(); n],
+            dirty_flows: Vec::new(),
+            dirty_links: Vec::new(),
+            drains: BinaryHeap::new(),
+            arrivals: BinaryHeap::new(),
+            solver: Solver::default(),
+            flow_mark: Vec::new(),
+            link_mark: vec![0; n],
+            epoch: 0,
+            comp_flows: Vec::new(),
+            comp_links: Vec::new(),
+            rates: Vec::new(),
+            load: vec![0.0; n],
+            since: vec![Nanos(0); n],
+            stats: LinkStats::new(n),
+            solves: 0,
+        }
+    }
+
+    /// How many component re-solves ran (for benchmarks and tests of incrementality).
+    pub fn solves(&self) -> u64 {
+        self.solves
+    }
+
+    /// Flows submitted so far.
+    pub fn flow_count(&self) -> usize {
+        self.flows.len()
+    }
+
+    /// Whether `flow` still has bytes to send.
+    pub fn is_active(&self, flow: FlowId) -> bool {
+        self.flows[flow.0 as usize].active
+    }
+
+    /// Bytes `flow` still has to send, now.
+    pub fn remaining(&self, flow: FlowId) -> f64 {
+        let f = &self.flows[flow.0 as usize];
+        if !f.active {
+            return 0.0;
+        }
+        (f.remaining - f.rate * ns_to_s(self.now.0 - f.updated.0)).max(0.0)
+    }
+
+    /// Brings `f`'s remaining bytes up to now, and credits what it sent to its links (so link
+    /// bytes are exactly the bytes flows sent, whatever the rounding of drain times to ns).
+    fn settle(&mut self, f: u32) {
+        let now = self.now;
+        let flow = &mut self.flows[f as usize];
+        let sent = if flow.rate.is_finite() {
+            (flow.rate * ns_to_s(now.0 - flow.updated.0)).min(flow.remaining)
+        } else {
+            flow.remaining
+        };
+        flow.remaining -= sent;
+        flow.updated = now;
+        if sent > 0.0 {
+            for &(l, w) in &flow.links {
+                self.stats.bytes[l as usize] += sent * w;
+            }
+        }
+    }
+
+    fn account(&mut self, l: usize) {
+        let dt = self.now.0 - self.since[l].0;
+        if dt > 0 && self.load[l] > 0.0 {
+            self.stats.busy[l].0 += dt;
+        }
+        self.since[l] = self.now;
+    }
+
+    fn detach(&mut self, f: u32) {
+        for i in 0..self.flows[f as usize].links.len() {
+            let l = self.flows[f as usize].links[i].0 as usize;
+            if let Some(pos) = self.link_flows[l].iter().position(|&x| x == f) {
+                self.link_flows[l].swap_remove(pos);
+            }
+            self.dirty_links.push(l as u32);
+        }
+    }
+
+    fn attach(&mut self, f: u32) {
+        for i in 0..self.flows[f as usize].links.len() {
+            let l = self.flows[f as usize].links[i].0 as usize;
+            self.link_flows[l].push(f);
+        }
+        self.dirty_flows.push(f);
+    }
+
+    /// Re-solves the component of everything dirty; see the module docs.
+    fn solve_dirty(&mut self) {
+        if self.dirty_flows.is_empty() && self.dirty_links.is_empty() {
+            return;
+        }
+        self.solves += 1;
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.flow_mark.iter_mut().for_each(|m| *m = 0);
+            self.link_mark.iter_mut().for_each(|m| *m = 0);
+            self.epoch = 1;
+        }
+        self.flow_mark.resize(self.flows.len(), 0);
+        let epoch = self.epoch;
+        self.comp_flows.clear();
+        self.comp_links.clear();
+        let mut dirty_flows = std::mem::take(&mut self.dirty_flows);
+        let mut dirty_links = std::mem::take(&mut self.dirty_links);
+        for &f in &dirty_flows {
+            if self.flows[f as usize].active && self.flow_mark[f as usize] != epoch {
+                self.flow_mark[f as usize] = epoch;
+                self.comp_flows.push(f);
+            }
+        }
+        for &l in &dirty_links {
+            if self.link_mark[l as usize] != epoch {
+                self.link_mark[l as usize] = epoch;
+                self.comp_links.push(l);
+            }
+        }
+        // Close over shared links: flows of marked links, links of marked flows.
+        let (mut fi, mut li) = (0, 0);
+        while fi < self.comp_flows.len() || li < self.comp_links.len() {
+            while li < self.comp_links.len() {
+                let l = self.comp_links[li] as usize;
+                li += 1;
+                for &f in &self.link_flows[l] {
+                    if self.flow_mark[f as usize] != epoch {
+                        self.flow_mark[f as usize] = epoch;
+                        self.comp_flows.push(f);
+                    }
+                }
+            }
+            while fi < self.comp_flows.len() {
+                let f = self.comp_flows[fi] as usize;
+                fi += 1;
+                for &(l, _) in &self.flows[f].links {
+                    if self.link_mark[l as usize] != epoch {
+                        self.link_mark[l as usize] = epoch;
+                        self.comp_links.push(l);
+                    }
+                }
+            }
+        }
+        for i in 0..self.comp_flows.len() {
+            self.settle(self.comp_flows[i]);
+        }
+        self.comp_flows.sort_unstable();
+        let demands: Vec<Demand<'_>> = self
+            .comp_flows
+            .iter()
+            .map(|&f| Demand {
+                links: &self.flows[f as usize].links,
+                cap: self.flows[f as usize].cap,
+            })
+            .collect();
+        self.solver.solve(&self.capacity, &demands, &mut self.rates);
+        drop(demands);
+        for i in 0..self.comp_links.len() {
+            let l = self.comp_links[i] as usize;
+            self.account(l);
+            self.load[l] = 0.0;
+        }
+        for (i, &f) in self.comp_flows.iter().enumerate() {
+            let rate = self.rates[i];
+            let flow = &mut self.flows[f as usize];
+            flow.rate = rate;
+            flow.version = flow.version.wrapping_add(1);
+            for &(l, w) in &flow.links {
+                self.load[l as usize] += w * rate;
+            }
+            if rate > 0.0 {
+                let secs = flow.remaining / rate;
+                let at = self.now.0 + (secs * 1e9).ceil() as u64;
+                self.drains.push(Reverse((at, f, flow.version)));
+            }
+        }
+        for i in 0..self.comp_links.len() {
+            let l = self.comp_links[i] as usize;
+            let util = if self.capacity[l] > 0.0 {
+                self.load[l] / self.capacity[l]
+            } else {
+                0.0
+            };
+            debug_assert!(util <= 1.0 + 1e-9, "link {l} over capacity: {util}");
+            self.stats.peak_utilization[l] = self.stats.peak_utilization[l].max(util);
+        }
+        dirty_flows.clear();
+        dirty_links.clear();
+        self.dirty_flows = dirty_flows;
+        self.dirty_links = dirty_links;
+    }
+
+    fn next_drain(&mut self) -> Option<u64> {
+        while let Some(&Reverse((at, f, v))) = self.drains.peek() {
+            let flow = &self.flows[f as usize];
+            if flow.active && flow.version == v {
+                return Some(at);
+            }
+            self.drains.pop();
+        }
+        None
+    }
+
+    /// Flows that are active but get no rate (every path down, or a zero cap): they will
+    /// never finish unless something changes.
+    pub fn stalled(&mut self) -> Vec<FlowId> {
+        self.solve_dirty();
+        (0..self.flows.len() as u32)
+            .filter(|&f| self.flows[f as usize].active && self.flows[f as usize].rate <= 0.0)
+            .map(FlowId)
+            .collect()
+    }
+}
+
+impl Engine for FlowEngine {
+    fn now(&self) -> Nanos {
+        self.now
+    }
+
+    fn submit(&mut self, spec: FlowSpec) -> FlowId {
+        let id = self.flows.len() as u32;
+        self.flows.push(Flow {
+            links: spec.links.iter().map(|&(l, w)| (l.0, w)).collect(),
+            cap: spec.cap.map_or(f64::INFINITY, |c| c.0 as f64),
+            latency: spec.latency,
+            remaining: spec.bytes as f64,
+            rate: 0.0,
+            updated: self.now,
+            version: 0,
+            active: true,
+        });
+        self.attach(id);
+        FlowId(id)
+    }
+
+    fn set_link_capacity(&mut self, link: LinkId, capacity: Bandwidth) {
+        self.capacity[link.index()] = capacity.0 as f64;
+        self.dirty_links.push(link.0);
+    }
+
+    fn reroute(&mut self, flow: FlowId, links: Vec<(LinkId, f64)>, latency: Nanos) {
+        let f = flow.0;
+        if !self.flows[f as usize].active {
+            return;
+        }
+        self.settle(f);
+        self.detach(f);
+        let flow = &mut self.flows[f as usize];
+        flow.links = links.iter().map(|&(l, w)| (l.0, w)).collect();
+        flow.latency = latency;
+        self.attach(f);
+    }
+
+    fn rate(&mut self, flow: FlowId) -> Bandwidth {
+        self.solve_dirty();
+        let r = self.flows[flow.0 as usize].rate;
+        Bandwidth(if r.is_finite() { r as u64 } else { u64::MAX })
+    }
+
+    fn next_event(&mut self) -> Option<Nanos> {
+        self.solve_dirty();
+        let drain = self.next_drain();
+        let arrival = self.arrivals.peek().map(|Reverse((at, _))| *at);
+        match (drain, arrival) {
+            (Some(a), Some(b)) => Some(Nanos(a.min(b))),
+            (a, b) => a.or(b).map(Nanos),
+        }
+    }
+
+    fn advance(&mut self, to: Nanos, finished: &mut Vec<Completion>) {
+        debug_assert!(to >= self.now, "time never goes back");
+        while let Some(t) = self.next_event().filter(|&t| t <= to) {
+            self.now = t;
+            while let Some(&Reverse((at, f))) = self.arrivals.peek() {
+                if at != t.0 {
+                    break;
+                }
+                self.arrivals.pop();
+                finished.push(Completion {
+                    flow: FlowId(f),
+                    at: t,
+                });
+            }
+            while self.next_drain() == Some(t.0) {
+                let Some(Reverse((_, f, _))) = self.drains.pop() else {
+                    break;
+                };
+                self.settle(f);
+                let flow = &mut self.flows[f as usize];
+                // The drain time was rounded up to a whole ns, so everything has been sent.
+                debug_assert!(
+                    flow.remaining <= 1e-6 * (1.0 + flow.rate * 1e-9),
+                    "flow {f} drained with {} bytes left",
+                    flow.remaining
+                );
+                flow.active = false;
+                let at = t.0 + flow.latency.0;
+                self.arrivals.push(Reverse((at, f)));
+                self.detach(f);
+            }
+        }
+        self.now = self.now.max(to);
+    }
+
+    fn link_stats(&mut self) -> &LinkStats {
+        self.solve_dirty();
+        for f in 0..self.flows.len() as u32 {
+            if self.flows[f as usize].active {
+                self.settle(f);
+            }
+        }
+        for l in 0..self.load.len() {
+            self.account(l);
+        }
+        self.stats.elapsed = self.now;
+        &self.stats
+    }
+}

@@ -1,0 +1,242 @@
+//! Max-min fair rates by progressive filling (water-filling), heap-based.
+//!
+//! Every unfrozen flow's rate rises together at level `λ`. A link `l` carries
+//! `frozen_l + λ · W_l`, where `W_l` sums the weights of the unfrozen flows crossing it (a flow
+//! of weight `w` on a link puts `w · rate` on it: 1 for a path, a fraction for a spread flow),
+//! so it saturates at `λ_l = (C_l − frozen_l) / W_l`. A flow with a rate cap freezes when `λ`
+//! reaches the cap. Pop the smallest event from a heap, freeze the flows it concerns, update
+//! the links they cross, repeat: O(incidences · log links).
+//!
+//! The result is the max-min fair allocation: every flow is either at its cap or crosses a
+//! saturated link on which no flow is faster (its bottleneck).
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+/// One flow of a problem: its links with weights, and an optional cap (bytes/s).
+pub struct Demand<'a> {
+    pub links: &'a [(u32, f64)],
+    pub cap: f64,
+}
+
+#[derive(PartialEq)]
+struct Event {
+    level: f64,
+    /// Links are `(index, version)`; caps are `(u32::MAX, flow)`.
+    what: u32,
+    tag: u32,
+}
+
+impl Eq for Event {}
+impl PartialOrd for Event {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Event {
+    /// A min-heap on level, ties broken by (what, tag) so the order is deterministic.
+    fn cmp(&self, other: &Self) -> Ordering {
+        other
+            .level
+            .total_cmp(&self.level)
+            .then(other.what.cmp(&self.what))
+            .then(other.tag.cmp(&self.tag))
+    }
+}
+
+/// Reusable buffers for [`solve`], so that repeated solves do not allocate.
+#[derive(Default)]
+pub struct Solver {
+    frozen_load: Vec<f64>,
+    weight: Vec<f64>,
+    version: Vec<u32>,
+    link_flows: Vec<Vec<u32>>,
+    touched: Vec<u32>,
+    heap: BinaryHeap<Event>,
+}
+
+impl Solver {
+    /// Max-min fair rates for `demands` over links of `capacity` (indexed by the link numbers
+    /// the demands use). Writes one rate per demand into `rates`.
+    pub fn solve(&mut self, capacity: &[f64], demands: &[Demand<'_>], rates: &mut Vec<f64>) {
+        let n_links = capacity.len();
+        if self.weight.len() < n_links {
+            self.frozen_load.resize(n_links, 0.0);
+            self.weight.resize(n_links, 0.0);
+            self.version.resize(n_links, 0);
+            self.link_flows.resize_with(n_links, Vec::new);
+        }
+        rates.clear();
+        rates.resize(demands.len(), f64::NAN);
+        for (f, d) in demands.iter().enumerate() {
+            for &(l, w) in d.links {
+                let li = l as usize;
+                if self.link_flows[li].is_empty() {
+                    self.touched.push(l);
+                }
+                self.link_flows[li].push(f as u32);
+                self.weight[li] += w;
+            }
+            if d.cap.is_finite() {
+                self.heap.push(Event {
+                    level: d.cap.max(0.0),
+                    what: u32::MAX,
+                    tag: f as u32,
+                });
+            }
+        }
+        for i in 0..self.touched.len() {
+            self.push_link(self.touched[i], capacity);
+        }
+        let mut level = 0.0f64;
+        while let Some(ev) = self.heap.pop() {
+            if ev.what == u32::MAX {
+                let f = ev.tag as usize;
+                if rates[f].is_nan() {
+                    level = level.max(ev.level);
+                    self.freeze(f, ev.level.min(level).max(0.0), demands, rates, capacity);
+                }
+                continue;
+            }
+            let l = ev.what as usize;
+            if ev.tag != self.version[l] || self.weight[l] <= 0.0 {
+                continue;
+            }
+            level = level.max(ev.level);
+            let flows = std::mem::take(&mut self.link_flows[l]);
+            for &f in &flows {
+                if rates[f as usize].is_nan() {
+                    self.freeze(f as usize, level, demands, rates, capacity);
+                }
+            }
+            self.link_flows[l] = flows;
+        }
+        // Flows that cross no link and have no cap are limited by nothing: infinite.
+        for r in rates.iter_mut() {
+            if r.is_nan() {
+                *r = f64::INFINITY;
+            }
+        }
+        for &l in &self.touched {
+            let li = l as usize;
+            self.frozen_load[li] = 0.0;
+            self.weight[li] = 0.0;
+            self.link_flows[li].clear();
+        }
+        self.touched.clear();
+    }
+
+    fn freeze(
+        &mut self,
+        f: usize,
+        rate: f64,
+        demands: &[Demand<'_>],
+        rates: &mut [f64],
+        capacity: &[f64],
+    ) {
+        rates[f] = rate;
+        for &(l, w) in demands[f].links {
+            let li = l as usize;
+            self.frozen_load[li] += w * rate;
+            self.weight[li] -= w;
+            if self.weight[li] < 1e-12 {
+                self.weight[li] = 0.0;
+            }
+            self.push_link(l, capacity);
+        }
+    }
+
+    fn push_link(&mut self, l: u32, capacity: &[f64]) {
+        let li = l as usize;
+        self.version[li] = self.version[li].wrapping_add(1);
+        if self.weight[li] > 0.0 {
+            let level = ((capacity[li] - self.frozen_load[li]) / self.weight[li]).max(0.0);
+            self.heap.push(Event {
+                level,
+                what: l,
+                tag: self.version[li],
+            });
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn solve(capacity: &[f64], demands: &[(&[(u32, f64)], f64)]) -> Vec<f64> {
+        let d: Vec<Demand<'_>> = demands
+            .iter()
+            .map(|&(links, cap)| Demand { links, cap })
+            .collect();
+        let mut rates = Vec::new();
+        Solver::default().solve(capacity, &d, &mut rates);
+        rates
+    }
+
+    const INF: f64 = f64::INFINITY;
+
+    #[test]
+    fn one_link_is_shared_equally() {
+        assert_eq!(
+            solve(
+                &[12.0],
+                &[(&[(0, 1.0)], INF), (&[(0, 1.0)], INF), (&[(0, 1.0)], INF)]
+            ),
+            vec![4.0; 3]
+        );
+    }
+
+    #[test]
+    fn the_textbook_parking_lot() {
+        // Links 0 and 1 of capacity 1; flow A crosses both, B only 0, C only 1: all get 1/2.
+        let r = solve(
+            &[1.0, 1.0],
+            &[
+                (&[(0, 1.0), (1, 1.0)], INF),
+                (&[(0, 1.0)], INF),
+                (&[(1, 1.0)], INF),
+            ],
+        );
+        assert_eq!(r, vec![0.5, 0.5, 0.5]);
+    }
+
+    #[test]
+    fn a_bottlenecked_flow_leaves_room_for_others() {
+        // Link 0 (cap 10) has A and B; link 1 (cap 2) has B and C. B and C get 1 on link 1,
+        // then A takes the 9 left on link 0.
+        let r = solve(
+            &[10.0, 2.0],
+            &[
+                (&[(0, 1.0)], INF),
+                (&[(0, 1.0), (1, 1.0)], INF),
+                (&[(1, 1.0)], INF),
+            ],
+        );
+        assert_eq!(r, vec![9.0, 1.0, 1.0]);
+    }
+
+    #[test]
+    fn caps_are_respected_and_the_rest_redistributed() {
+        let r = solve(
+            &[10.0],
+            &[(&[(0, 1.0)], 1.0), (&[(0, 1.0)], INF), (&[(0, 1.0)], INF)],
+        );
+        assert_eq!(r, vec![1.0, 4.5, 4.5]);
+    }
+
+    #[test]
+    fn weights_count_a_spread_flow_in_part() {
+        // A spread flow puts half its rate on each of two links of capacity 1; a single-path
+        // flow shares link 0 with it. At common rate x, link 0 carries x/2 + x = 1, so both
+        // freeze at x = 2/3 (link 1 then carries only 1/3).
+        let r = solve(
+            &[1.0, 1.0],
+            &[(&[(0, 0.5), (1, 0.5)], INF), (&[(0, 1.0)], INF)],
+        );
+        assert!(
+            (r[0] - 2.0 / 3.0).abs() < 1e-12 && (r[1] - 2.0 / 3.0).abs() < 1e-12,
+            "{r:?}"
+        );
+    }
+}

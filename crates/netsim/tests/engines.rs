@@ -1,0 +1,328 @@
+//! The engines against closed forms, each other, failures, and the max-min certificate.
+
+use fabricsim_netsim::{AnalyticalEngine, Completion, Engine, FlowEngine, Network};
+use fabricsim_routing::{FlowKey, HashConfig, LinkCondition, Policy, Router};
+use fabricsim_topology::presets;
+use fabricsim_topology::{Bandwidth, LinkId, Nanos, NodeId, Topology};
+use proptest::prelude::*;
+
+fn build(name: &str, settings: &[(&str, &str)]) -> Topology {
+    let o: Vec<(String, String)> = settings
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    presets::build(name, &o).unwrap()
+}
+
+fn id(topo: &Topology, name: &str) -> NodeId {
+    topo.node_by_name(name).unwrap()
+}
+
+const GIB: u64 = 1 << 30;
+const NIC: f64 = 50e9; // 400 Gbps in bytes/s
+
+/// Rack 0's 16 GPUs each send `bytes` to the same-index GPU of rack 1.
+fn rack_to_rack<E: Engine>(net: &mut Network<'_, E>, topo: &Topology, bytes: u64) {
+    for h in 0..2 {
+        for g in 0..8 {
+            let (src, dst) = (
+                id(topo, &format!("host{h}/gpu{g}")),
+                id(topo, &format!("host{}/gpu{g}", h + 2)),
+            );
+            net.submit(FlowKey::connection(src, dst, 0, 0), bytes, None)
+                .unwrap();
+        }
+    }
+}
+
+fn run<E: Engine>(net: &mut Network<'_, E>) -> Vec<Completion> {
+    let mut done = Vec::new();
+    net.run_to_end(&mut done);
+    done
+}
+
+#[test]
+fn one_flow_takes_latency_plus_bytes_over_the_nic_rate() {
+    let topo = build("meta-ai-zone", &[("racks", "2")]);
+    for engine in ["flow", "analytical"] {
+        let router = Router::new(&topo, Policy::Ecmp, HashConfig::default());
+        let key = FlowKey::connection(id(&topo, "host0/gpu0"), id(&topo, "host2/gpu0"), 0, 0);
+        let done = if engine == "flow" {
+            let mut net = Network::new(&topo, router, FlowEngine::new(&topo));
+            net.submit(key, GIB, None).unwrap();
+            run(&mut net)
+        } else {
+            let mut net = Network::new(&topo, router, AnalyticalEngine::new(&topo));
+            net.submit(key, GIB, None).unwrap();
+            run(&mut net)
+        };
+        // PCIe 100 ns + 4 network links of 500 ns + PCIe 100 ns; the NIC link (400G) is the
+        // bottleneck (PCIe is 512G).
+        let expected = 2_200 + (GIB as f64 / NIC * 1e9).ceil() as u64;
+        assert_eq!(
+            done,
+            vec![Completion {
+                flow: fabricsim_netsim::FlowId(0),
+                at: Nanos(expected)
+            }],
+            "{engine}"
+        );
+    }
+}
+
+#[test]
+fn uncongested_flow_level_and_analytical_agree() {
+    // Pinning puts each of 16 flows on its own uplink: nothing shared, so no contention.
+    let topo = build("meta-ai-zone", &[("racks", "4")]);
+    let mut flow = Network::new(
+        &topo,
+        Router::new(&topo, Policy::Pin, HashConfig::default()),
+        FlowEngine::new(&topo),
+    );
+    let mut analytical = Network::new(
+        &topo,
+        Router::new(&topo, Policy::Pin, HashConfig::default()),
+        AnalyticalEngine::new(&topo),
+    );
+    rack_to_rack(&mut flow, &topo, 256 << 20);
+    rack_to_rack(&mut analytical, &topo, 256 << 20);
+    let (mut a, mut b) = (run(&mut flow), run(&mut analytical));
+    a.sort_by_key(|c| c.flow);
+    b.sort_by_key(|c| c.flow);
+    assert_eq!(a.len(), 16);
+    for (x, y) in a.iter().zip(&b) {
+        assert!(x.at.0.abs_diff(y.at.0) <= 1, "{x:?} vs {y:?}");
+    }
+}
+
+#[test]
+fn flows_sharing_a_link_split_it() {
+    // One GPU (one 400G NIC) sends to two destinations: the NIC link is shared, half each.
+    let topo = build("meta-ai-zone", &[("racks", "2")]);
+    let mut net = Network::new(
+        &topo,
+        Router::new(&topo, Policy::Ecmp, HashConfig::default()),
+        FlowEngine::new(&topo),
+    );
+    let src = id(&topo, "host0/gpu0");
+    net.submit(
+        FlowKey::connection(src, id(&topo, "host2/gpu0"), 0, 0),
+        GIB,
+        None,
+    )
+    .unwrap();
+    net.submit(
+        FlowKey::connection(src, id(&topo, "host3/gpu0"), 0, 0),
+        GIB,
+        None,
+    )
+    .unwrap();
+    assert_eq!(
+        net.engine().rate(fabricsim_netsim::FlowId(0)),
+        Bandwidth(25_000_000_000)
+    );
+    let done = run(&mut net);
+    let expected = 2_200 + (2.0 * GIB as f64 / NIC * 1e9).ceil() as u64;
+    assert!(
+        done.iter().all(|c| c.at.0.abs_diff(expected) <= 1),
+        "{done:?} vs {expected}"
+    );
+}
+
+#[test]
+fn an_uplink_failure_mid_transfer_costs_what_the_lost_capacity_implies() {
+    // Spray: 16 flows share rack 0's 16 uplinks evenly, each at the NIC rate. Halfway, one
+    // uplink fails: the rest of every flow is re-spread over 15 uplinks at 15/16 of the rate.
+    let topo = build("meta-ai-zone", &[("racks", "2")]);
+    let mut net = Network::new(
+        &topo,
+        Router::new(&topo, Policy::Spray, HashConfig::default()),
+        FlowEngine::new(&topo),
+    );
+    let bytes = GIB;
+    rack_to_rack(&mut net, &topo, bytes);
+    let full = bytes as f64 / NIC; // seconds at full rate
+    let half = Nanos((full / 2.0 * 1e9) as u64);
+    let mut done = Vec::new();
+    net.advance(half, &mut done);
+    assert!(done.is_empty());
+    let rtsw = id(&topo, "zone0/rack0/rtsw");
+    let uplink = topo
+        .out_links(rtsw)
+        .iter()
+        .copied()
+        .find(|&l| topo.kind(topo.link(l).dst).is_switch())
+        .unwrap();
+    net.set_cable(uplink, LinkCondition::Down);
+    assert!(net.stalled().is_empty());
+    net.run_to_end(&mut done);
+    assert_eq!(done.len(), 16);
+    let makespan = done.iter().map(|c| c.at.0).max().unwrap() as f64 * 1e-9;
+    let expected = full / 2.0 + (full / 2.0) * 16.0 / 15.0 + 2_200e-9;
+    assert!(
+        (makespan - expected).abs() < 1e-6,
+        "makespan {makespan} s, expected {expected} s"
+    );
+    // Nothing crossed the dead uplink after the failure: its bytes are those of the first half.
+    let stats = net.engine().link_stats().clone();
+    let carried = stats.bytes[uplink.index()];
+    assert!(
+        (carried - 16.0 * bytes as f64 / 2.0 / 16.0).abs() < 1e3,
+        "{carried}"
+    );
+}
+
+#[test]
+fn a_flow_with_no_path_left_stalls_and_resumes_on_repair() {
+    let topo = build("meta-ai-zone", &[("racks", "2")]);
+    let mut net = Network::new(
+        &topo,
+        Router::new(&topo, Policy::Ecmp, HashConfig::default()),
+        FlowEngine::new(&topo),
+    );
+    net.submit(
+        FlowKey::connection(id(&topo, "host0/gpu0"), id(&topo, "host2/gpu0"), 0, 0),
+        GIB,
+        None,
+    )
+    .unwrap();
+    let nic = id(&topo, "host0/nic0");
+    let nic_link = topo
+        .out_links(nic)
+        .iter()
+        .copied()
+        .find(|&l| topo.kind(topo.link(l).dst).is_switch())
+        .unwrap();
+    let mut done = Vec::new();
+    net.advance(Nanos(1_000_000), &mut done);
+    net.set_cable(nic_link, LinkCondition::Down);
+    assert_eq!(net.stalled().len(), 1);
+    assert!(net.stalled()[0]
+        .1
+        .to_string()
+        .contains("no path from `host0/gpu0` to `host2/gpu0`"));
+    assert_eq!(
+        net.engine().next_event(),
+        None,
+        "a stalled flow never finishes by itself"
+    );
+    net.advance(Nanos(5_000_000), &mut done);
+    net.set_cable(nic_link, LinkCondition::Up);
+    assert!(net.stalled().is_empty());
+    net.run_to_end(&mut done);
+    // 4 ms of stall on top of the uncongested time.
+    let expected = 4_000_000 + 2_200 + (GIB as f64 / NIC * 1e9).ceil() as u64;
+    assert!(
+        done[0].at.0.abs_diff(expected) <= 2,
+        "{:?} vs {expected}",
+        done[0]
+    );
+}
+
+#[test]
+fn only_the_touched_component_is_resolved() {
+    // Two disjoint host pairs: a flow finishing in one does not re-solve the other.
+    let topo = build("meta-ai-zone", &[("racks", "4")]);
+    let mut engine = FlowEngine::new(&topo);
+    let mut router = Router::new(&topo, Policy::Ecmp, HashConfig::default());
+    let state = fabricsim_routing::LinkState::new(&topo);
+    let mut submit = |engine: &mut FlowEngine, a: &str, b: &str, bytes: u64| {
+        let route = router
+            .route(
+                &state,
+                &FlowKey::connection(id(&topo, a), id(&topo, b), 0, 0),
+            )
+            .unwrap();
+        engine.submit(fabricsim_netsim::FlowSpec {
+            links: route.incidence(),
+            bytes,
+            cap: None,
+            latency: route.latency(),
+        })
+    };
+    submit(&mut engine, "host0/gpu0", "host1/gpu0", GIB);
+    submit(&mut engine, "host4/gpu0", "host5/gpu0", 2 * GIB);
+    let mut done = Vec::new();
+    while let Some(t) = engine.next_event() {
+        engine.advance(t, &mut done);
+    }
+    // One solve for both arrivals (same timestamp), one after the first drain; the second
+    // flow's drain leaves nothing to solve.
+    assert_eq!(engine.solves(), 3);
+    assert_eq!(done.len(), 2);
+}
+
+/// Random flows on a small leaf-spine: (src gpu, dst gpu, bytes, start µs).
+fn flows() -> impl Strategy<Value = Vec<(u32, u32, u64, u64)>> {
+    prop::collection::vec((0u32..16, 0u32..16, 1u64..(64 << 20), 0u64..200), 1..40)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn max_min_certificate_capacity_and_conservation(flows in flows(), policy in 0usize..4, seed in 0u64..1000) {
+        let topo = build("leaf-spine", &[("k", "4"), ("gpus_per_host", "2")]);
+        let policy = Policy::parse(Policy::NAMES[policy]).unwrap();
+        let gpus = topo.gpus();
+        let run_once = || {
+            let mut net = Network::new(&topo, Router::new(&topo, policy, HashConfig { seed, polarized: false }), FlowEngine::new(&topo));
+            let mut order: Vec<_> = flows.iter().filter(|f| f.0 % 8 != f.1 % 8).collect();
+            order.sort_by_key(|f| f.3);
+            let mut done = Vec::new();
+            let mut expected_link_bytes = 0.0;
+            for &&(s, d, bytes, start) in &order {
+                net.advance(Nanos(start * 1_000), &mut done);
+                let key = FlowKey::connection(gpus[s as usize % 8], gpus[d as usize % 8], 0, seed);
+                let f = net.submit(key, bytes, None).unwrap();
+                expected_link_bytes += bytes as f64 * net.route_of(f).iter().map(|&(_, w)| w).sum::<f64>();
+                certify(&topo, &mut net)?;
+            }
+            net.run_to_end(&mut done);
+            let carried: f64 = net.engine().link_stats().bytes.iter().sum();
+            prop_assert!((carried - expected_link_bytes).abs() <= 1e-6 * expected_link_bytes + 1.0, "bytes {carried} vs {expected_link_bytes}");
+            prop_assert_eq!(done.len(), order.len());
+            Ok(done)
+        };
+        let first = run_once()?;
+        prop_assert_eq!(first, run_once()?, "same inputs, same completions");
+    }
+}
+
+/// No link over capacity, and every flow has a saturated link on which no flow is faster.
+fn certify(topo: &Topology, net: &mut Network<'_, FlowEngine>) -> Result<(), TestCaseError> {
+    let n = net.engine().flow_count();
+    let mut load = vec![0.0f64; topo.link_count()];
+    let mut fastest = vec![0.0f64; topo.link_count()];
+    let mut rates = Vec::new();
+    for f in 0..n {
+        let flow = fabricsim_netsim::FlowId(f as u32);
+        if !net.engine().is_active(flow) {
+            rates.push(None);
+            continue;
+        }
+        let r = net.engine().rate(flow).0 as f64;
+        for &(l, w) in net.route_of(flow) {
+            load[l.index()] += w * r;
+            fastest[l.index()] = f64::max(fastest[l.index()], r);
+        }
+        rates.push(Some(r));
+    }
+    for (l, &x) in load.iter().enumerate() {
+        let cap = topo.link(LinkId(l as u32)).capacity.0 as f64;
+        prop_assert!(
+            x <= cap * (1.0 + 1e-9) + 1.0,
+            "link {l} carries {x} > {cap}"
+        );
+    }
+    for (f, r) in rates.iter().enumerate() {
+        let Some(r) = *r else { continue };
+        let route = net.route_of(fabricsim_netsim::FlowId(f as u32));
+        let bottleneck = route.iter().any(|&(l, _)| {
+            let cap = topo.link(l).capacity.0 as f64;
+            load[l.index()] >= cap * (1.0 - 1e-9) - 2.0 && r >= fastest[l.index()] - 2.0
+        });
+        prop_assert!(bottleneck, "flow {f} at {r} B/s has no bottleneck link");
+    }
+    Ok(())
+}
