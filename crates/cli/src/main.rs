@@ -5,7 +5,9 @@
 //! else (an output file that could not be written).
 
 mod failure;
+mod flows;
 mod output;
+mod route;
 mod topo;
 
 use std::process::ExitCode;
@@ -28,6 +30,11 @@ enum Command {
     /// Describe, list and export fabrics.
     #[command(subcommand)]
     Topo(topo::TopoCommand),
+    /// Equal-cost paths and load balance under a routing policy.
+    #[command(subcommand)]
+    Route(route::RouteCommand),
+    /// Simulate a list of flows (CSV) and report completion times.
+    Flows(flows::FlowsArgs),
 }
 
 fn main() -> ExitCode {
@@ -41,6 +48,8 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Topo(cmd) => topo::run(cmd),
+        Command::Route(cmd) => route::run(cmd),
+        Command::Flows(args) => flows::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

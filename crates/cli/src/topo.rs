@@ -61,7 +61,7 @@ pub struct FabricArgs {
 }
 
 impl FabricArgs {
-    fn load(&self) -> Result<Topology, crate::failure::Failure> {
+    pub fn load(&self) -> Result<Topology, crate::failure::Failure> {
         FabricSource::from_args(self.preset.as_deref(), self.file.as_deref(), &self.set)
             .and_then(|s| s.load())
             .map_err(input)

@@ -18,6 +18,7 @@
 pub mod analytical;
 pub mod engine;
 pub mod flow_engine;
+pub mod flows_file;
 pub mod maxmin;
 pub mod network;
 

@@ -12,6 +12,7 @@
 //!
 //! Start with [`Router::route`], [`FlowKey`] and [`LinkState`].
 
+pub mod balance;
 pub mod key;
 pub mod link_state;
 pub mod router;

@@ -1,0 +1,239 @@
+//! `fabricsim route …`: equal-cost paths between two GPUs, and how a traffic pattern balances.
+
+use clap::{Args, Subcommand};
+use fabricsim_routing::balance::{group_loads, link_loads, links_in_scope, pairs, Pattern};
+use fabricsim_routing::{FlowKey, HashConfig, LinkState, Policy, Route, Router};
+use fabricsim_topology::{LinkId, NodeId, Topology};
+
+use crate::failure::{input, other, CmdResult, Failure};
+use crate::output::write_output;
+use crate::topo::FabricArgs;
+
+#[derive(Subcommand)]
+pub enum RouteCommand {
+    /// List the equal-cost paths between two GPUs and the one a flow key takes.
+    Paths {
+        #[command(flatten)]
+        fabric: FabricArgs,
+        #[command(flatten)]
+        routing: RoutingArgs,
+        /// Source GPU, e.g. host0/gpu0.
+        #[arg(long)]
+        from: String,
+        /// Destination GPU.
+        #[arg(long)]
+        to: String,
+        /// RoCE destination QP of the flow (seen by eecmp only).
+        #[arg(long, default_value_t = 0)]
+        qp: u32,
+        /// Show at most this many paths.
+        #[arg(long, default_value_t = 16)]
+        limit: usize,
+    },
+    /// Place a traffic pattern and report per-tier load balance.
+    Balance {
+        #[command(flatten)]
+        fabric: FabricArgs,
+        #[command(flatten)]
+        routing: RoutingArgs,
+        /// permutation, ring or all-to-all.
+        #[arg(long, default_value = "permutation")]
+        pattern: String,
+        /// QPs per connection (each routed on its own key; only eecmp tells them apart).
+        #[arg(long, default_value_t = 1)]
+        qps: u32,
+        /// Use only the first N GPUs (all-to-all is limited to 2,048).
+        #[arg(long)]
+        gpus: Option<usize>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// The routing policy and its hash seeds.
+#[derive(Args)]
+pub struct RoutingArgs {
+    /// ecmp, eecmp, pin or spray.
+    #[arg(long, default_value = "ecmp")]
+    pub routing: String,
+    /// Seed of the switches' hash functions and of random patterns.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Give every switch the same hash seed (reproduces hash polarization).
+    #[arg(long)]
+    pub polarized: bool,
+}
+
+impl RoutingArgs {
+    pub fn policy(&self) -> Result<Policy, Failure> {
+        Policy::parse(&self.routing).ok_or_else(|| {
+            input(anyhow::anyhow!(
+                "unknown routing policy `{}`; expected one of {}",
+                self.routing,
+                Policy::NAMES.join(", ")
+            ))
+        })
+    }
+    pub fn hash(&self) -> HashConfig {
+        HashConfig {
+            seed: self.seed,
+            polarized: self.polarized,
+        }
+    }
+}
+
+fn gpu(topo: &Topology, flag: &str, name: &str) -> Result<NodeId, Failure> {
+    let n = topo
+        .node_by_name(name)
+        .ok_or_else(|| input(anyhow::anyhow!("--{flag}: the fabric has no node `{name}`")))?;
+    if topo.kind(n) != fabricsim_topology::NodeKind::Gpu {
+        return Err(input(anyhow::anyhow!("--{flag}: `{name}` is not a GPU")));
+    }
+    Ok(n)
+}
+
+fn show_path(topo: &Topology, links: &[LinkId]) -> String {
+    let mut s = String::new();
+    if let Some(&first) = links.first() {
+        s += topo.node_name(topo.link(first).src);
+    }
+    for &l in links {
+        s += " > ";
+        s += topo.node_name(topo.link(l).dst);
+    }
+    s
+}
+
+pub fn run(cmd: RouteCommand) -> CmdResult {
+    match cmd {
+        RouteCommand::Paths {
+            fabric,
+            routing,
+            from,
+            to,
+            qp,
+            limit,
+        } => {
+            let topo = fabric.load()?;
+            let (src, dst) = (gpu(&topo, "from", &from)?, gpu(&topo, "to", &to)?);
+            let policy = routing.policy()?;
+            let mut router = Router::new(&topo, policy, routing.hash());
+            let state = LinkState::new(&topo);
+            let (paths, total) = router
+                .equal_cost_paths(&state, src, dst, limit)
+                .map_err(input)?;
+            let key = FlowKey::connection(src, dst, qp, routing.seed);
+            let taken = router.route(&state, &key).map_err(input)?;
+            let mut out = format!(
+                "{total} equal-cost paths from {from} to {to} (showing {})\n",
+                paths.len()
+            );
+            for (i, p) in paths.iter().enumerate() {
+                out += &format!("  {:>3}  {}\n", i + 1, show_path(&topo, p));
+            }
+            match taken {
+                Route::Path { links, latency } => {
+                    let which = paths
+                        .iter()
+                        .position(|p| *p == links)
+                        .map_or(String::new(), |i| format!(" (path {})", i + 1));
+                    out += &format!(
+                        "{} takes{which}, for UDP source port {} and QP {qp}, latency {latency}:\n       {}\n",
+                        policy.name(),
+                        key.src_port,
+                        show_path(&topo, &links)
+                    );
+                }
+                Route::Spread { links, .. } => {
+                    out += &format!("spray spreads the flow evenly over all {total} paths ({} links carry a share)\n", links.len());
+                }
+            }
+            write_output(None, |w| w.write_all(out.as_bytes())).map_err(other)
+        }
+        RouteCommand::Balance {
+            fabric,
+            routing,
+            pattern,
+            qps,
+            gpus,
+            json,
+        } => {
+            let topo = fabric.load()?;
+            let policy = routing.policy()?;
+            let pattern = Pattern::parse(&pattern).ok_or_else(|| {
+                input(anyhow::anyhow!(
+                    "unknown pattern `{pattern}`; expected one of {}",
+                    Pattern::NAMES.join(", ")
+                ))
+            })?;
+            if qps == 0 || qps > 1024 {
+                return Err(input(anyhow::anyhow!("--qps {qps}: expected 1 to 1024")));
+            }
+            let all = topo.gpus();
+            let n = gpus.unwrap_or(all.len());
+            if n < 2 || n > all.len() {
+                return Err(input(anyhow::anyhow!(
+                    "--gpus {n}: expected 2 to {}",
+                    all.len()
+                )));
+            }
+            if pattern == Pattern::AllToAll && n > 2_048 {
+                return Err(input(anyhow::anyhow!(
+                    "all-to-all over {n} GPUs is {} connections; use --gpus 2048 or fewer",
+                    n * (n - 1)
+                )));
+            }
+            let pairs = pairs(pattern, &all[..n], routing.seed);
+            let mut router = Router::new(&topo, policy, routing.hash());
+            let state = LinkState::new(&topo);
+            let loads =
+                link_loads(&mut router, &state, &pairs, qps, routing.seed).map_err(input)?;
+            let scope = links_in_scope(&topo, &state, &pairs).map_err(input)?;
+            let groups = group_loads(&topo, &loads, &scope);
+            let text = if json {
+                let groups: Vec<serde_json::Value> = groups
+                    .iter()
+                    .map(|g| {
+                        serde_json::json!({
+                            "group": g.group, "links": g.links, "max_load": g.max_load, "mean_load": g.mean_load,
+                            "max_mean_ratio": g.max_mean_ratio, "idle_fraction": g.idle_fraction,
+                        })
+                    })
+                    .collect();
+                let v = serde_json::json!({
+                    "fabric": topo.name(), "routing": policy.name(), "pattern": Pattern::NAMES[pattern as usize],
+                    "gpus": n, "connections": pairs.len(), "qps": qps, "seed": routing.seed, "groups": groups,
+                });
+                serde_json::to_string_pretty(&v).map_err(other)? + "\n"
+            } else {
+                let mut t = format!(
+                    "{} connections ({}, {n} GPUs) on {} under {}, {qps} QP{} each\n\n",
+                    pairs.len(),
+                    Pattern::NAMES[pattern as usize],
+                    topo.name(),
+                    policy.name(),
+                    if qps == 1 { "" } else { "s" }
+                );
+                t += &format!(
+                    "  {:<14} {:>7} {:>9} {:>9} {:>9} {:>6}\n",
+                    "links", "count", "max", "mean", "max/mean", "idle"
+                );
+                for g in &groups {
+                    t += &format!(
+                        "  {:<14} {:>7} {:>9.2} {:>9.2} {:>9.2} {:>5.1}%\n",
+                        g.group,
+                        g.links,
+                        g.max_load,
+                        g.mean_load,
+                        g.max_mean_ratio,
+                        100.0 * g.idle_fraction
+                    );
+                }
+                t += "\n  load = connections per link (a QP counts 1/qps, a sprayed connection its share), over the\n  links on some equal-cost path of the pattern\n";
+                t
+            };
+            write_output(None, |w| w.write_all(text.as_bytes())).map_err(other)
+        }
+    }
+}

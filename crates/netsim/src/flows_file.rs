@@ -1,0 +1,215 @@
+//! Lists of flows: the CSV that `fabricsim flows` reads, and the simulation of such a list.
+//!
+//! ```text
+//! # src,dst,bytes,start[,qp]
+//! src,dst,bytes,start,qp
+//! host0/gpu0,host9/gpu0,1GiB,0,0
+//! host1/gpu0,host9/gpu0,512MiB,1.5us,3
+//! ```
+//!
+//! `src` and `dst` are GPU names; `bytes` a size (`1GiB`, `4096`); `start` a time (`1.5us`; a
+//! bare integer is nanoseconds); `qp` the RoCE destination QP (default 0), which only E-ECMP
+//! hashes. The header line is required; `#` starts a comment line.
+
+use fabricsim_routing::{FlowKey, HashConfig, Policy, Router};
+use fabricsim_topology::{Bytes, Nanos, NodeId, NodeKind, Topology};
+
+use crate::engine::{Completion, Engine};
+use crate::network::Network;
+use crate::{AnalyticalEngine, FlowEngine};
+
+/// One flow of a list.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FlowRecord {
+    pub src: NodeId,
+    pub dst: NodeId,
+    pub bytes: u64,
+    pub start: Nanos,
+    pub qp: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FlowsError {
+    #[error("line {line}: {message}")]
+    Parse { line: usize, message: String },
+    #[error("flow on line {line}: {message}")]
+    Route { line: usize, message: String },
+}
+
+/// Reads the CSV, resolving GPU names in `topo`.
+pub fn read_flows_csv(text: &str, topo: &Topology) -> Result<Vec<(usize, FlowRecord)>, FlowsError> {
+    let mut rows = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| (i + 1, l.trim()))
+        .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'));
+    let Some((hline, header)) = rows.next() else {
+        return Err(FlowsError::Parse {
+            line: 1,
+            message: "the file is empty; expected the header src,dst,bytes,start[,qp]".into(),
+        });
+    };
+    let columns: Vec<&str> = header.split(',').map(str::trim).collect();
+    if columns != ["src", "dst", "bytes", "start"]
+        && columns != ["src", "dst", "bytes", "start", "qp"]
+    {
+        return Err(FlowsError::Parse {
+            line: hline,
+            message: format!("expected the header src,dst,bytes,start[,qp], found `{header}`"),
+        });
+    }
+    let mut out = Vec::new();
+    for (line, row) in rows {
+        let err = |message: String| FlowsError::Parse { line, message };
+        let cells: Vec<&str> = row.split(',').map(str::trim).collect();
+        if cells.len() != columns.len() {
+            return Err(err(format!(
+                "expected {} columns, found {}",
+                columns.len(),
+                cells.len()
+            )));
+        }
+        let gpu = |col: &str, name: &str| match topo.node_by_name(name) {
+            Some(n) if topo.kind(n) == NodeKind::Gpu => Ok(n),
+            Some(_) => Err(err(format!("{col}: `{name}` is not a GPU"))),
+            None => Err(err(format!("{col}: the fabric has no node `{name}`"))),
+        };
+        let src = gpu("src", cells[0])?;
+        let dst = gpu("dst", cells[1])?;
+        if src == dst {
+            return Err(err(format!("src and dst are both `{}`", cells[0])));
+        }
+        let bytes: Bytes = cells[2]
+            .parse()
+            .map_err(|e: fabricsim_topology::UnitError| err(format!("bytes: {e}")))?;
+        if bytes.0 == 0 {
+            return Err(err("bytes: a flow carries at least one byte".into()));
+        }
+        let start = match cells[3].parse::<u64>() {
+            Ok(ns) => Nanos(ns),
+            Err(_) => cells[3]
+                .parse::<Nanos>()
+                .map_err(|e| err(format!("start: {e}")))?,
+        };
+        let qp = match cells.get(4) {
+            Some(q) => q.parse::<u32>().map_err(|_| {
+                err(format!(
+                    "qp: `{q}` is not a queue-pair number (0 to 4294967295)"
+                ))
+            })?,
+            None => 0,
+        };
+        out.push((
+            line,
+            FlowRecord {
+                src,
+                dst,
+                bytes: bytes.0,
+                start,
+                qp,
+            },
+        ));
+    }
+    Ok(out)
+}
+
+/// Which engine simulates the list.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EngineKind {
+    Flow,
+    Analytical,
+}
+
+/// Each flow's completion time (index = position in the list), and the network-link
+/// utilizations over the makespan.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlowsOutcome {
+    pub completions: Vec<Nanos>,
+    pub makespan: Nanos,
+    /// Mean utilization of every network link (NIC and switch links) over the makespan.
+    pub utilization: Vec<(fabricsim_topology::LinkId, f64)>,
+}
+
+/// Simulates `flows` in start order (ties in list order).
+pub fn simulate_flows(
+    topo: &Topology,
+    policy: Policy,
+    hash: HashConfig,
+    engine: EngineKind,
+    flows: &[(usize, FlowRecord)],
+) -> Result<FlowsOutcome, FlowsError> {
+    match engine {
+        EngineKind::Flow => run(
+            Network::new(topo, Router::new(topo, policy, hash), FlowEngine::new(topo)),
+            topo,
+            hash.seed,
+            flows,
+        ),
+        EngineKind::Analytical => run(
+            Network::new(
+                topo,
+                Router::new(topo, policy, hash),
+                AnalyticalEngine::new(topo),
+            ),
+            topo,
+            hash.seed,
+            flows,
+        ),
+    }
+}
+
+fn run<E: Engine>(
+    mut net: Network<'_, E>,
+    topo: &Topology,
+    seed: u64,
+    flows: &[(usize, FlowRecord)],
+) -> Result<FlowsOutcome, FlowsError> {
+    let mut order: Vec<usize> = (0..flows.len()).collect();
+    order.sort_by_key(|&i| (flows[i].1.start, i));
+    let mut ids = vec![0u32; flows.len()];
+    let mut done: Vec<Completion> = Vec::new();
+    for &i in &order {
+        let (line, f) = &flows[i];
+        net.advance(f.start, &mut done);
+        let id = net
+            .submit(FlowKey::connection(f.src, f.dst, f.qp, seed), f.bytes, None)
+            .map_err(|e| FlowsError::Route {
+                line: *line,
+                message: e.to_string(),
+            })?;
+        ids[i] = id.0;
+    }
+    net.run_to_end(&mut done);
+    let mut by_id = vec![Nanos(0); flows.len()];
+    for c in &done {
+        by_id[c.flow.0 as usize] = c.at;
+    }
+    let completions: Vec<Nanos> = ids.iter().map(|&id| by_id[id as usize]).collect();
+    let makespan = completions.iter().copied().max().unwrap_or(Nanos(0));
+    let stats = net.engine().link_stats().clone();
+    let network_link = |l: fabricsim_topology::LinkId| {
+        let link = topo.link(l);
+        let net_node = |n| matches!(topo.kind(n), NodeKind::Switch(_) | NodeKind::Nic);
+        net_node(link.src) && net_node(link.dst)
+    };
+    let span = makespan.0 as f64 * 1e-9;
+    let utilization = topo
+        .link_ids()
+        .filter(|&l| network_link(l))
+        .map(|l| {
+            (
+                l,
+                if span > 0.0 {
+                    stats.bytes[l.index()] / (topo.link(l).capacity.0 as f64 * span)
+                } else {
+                    0.0
+                },
+            )
+        })
+        .collect();
+    Ok(FlowsOutcome {
+        completions,
+        makespan,
+        utilization,
+    })
+}

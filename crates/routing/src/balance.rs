@@ -1,0 +1,174 @@
+//! How evenly a traffic pattern lands on the links of each tier under a policy: the static
+//! view of load balancing (no rates), `fabricsim route balance`.
+//!
+//! Each connection counts as 1 on every link it crosses; with `qps` QPs per connection each QP
+//! is routed on its own key and counts 1/qps (a spread flow counts its weight), so loads are
+//! in connections and comparable across QP counts.
+//!
+//! Figures are over the links *in scope*: those on some equal-cost path of some pair of the
+//! pattern, the links a perfect balancer could use. Links no pair could reach do not dilute the
+//! mean.
+
+use fabricsim_topology::{LinkId, NodeId, NodeKind, Topology};
+
+use crate::key::{mix, FlowKey};
+use crate::link_state::LinkState;
+use crate::router::{Policy, RouteError, Router};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pattern {
+    /// Each GPU sends to one other, chosen by a seeded random permutation.
+    Permutation,
+    /// GPU i sends to GPU i + 1 (in id order, wrapping): a naive ring.
+    Ring,
+    /// Every GPU sends to every other.
+    AllToAll,
+}
+
+impl Pattern {
+    pub const NAMES: [&'static str; 3] = ["permutation", "ring", "all-to-all"];
+
+    pub fn parse(s: &str) -> Option<Pattern> {
+        match s {
+            "permutation" => Some(Pattern::Permutation),
+            "ring" => Some(Pattern::Ring),
+            "all-to-all" => Some(Pattern::AllToAll),
+            _ => None,
+        }
+    }
+}
+
+/// The (source, destination) pairs of `pattern` over `gpus`, deterministic in `seed`.
+pub fn pairs(pattern: Pattern, gpus: &[NodeId], seed: u64) -> Vec<(NodeId, NodeId)> {
+    let n = gpus.len();
+    match pattern {
+        Pattern::Ring => (0..n)
+            .filter(|_| n > 1)
+            .map(|i| (gpus[i], gpus[(i + 1) % n]))
+            .collect(),
+        Pattern::AllToAll => (0..n)
+            .flat_map(|i| {
+                (0..n)
+                    .filter(move |&j| j != i)
+                    .map(move |j| (gpus[i], gpus[j]))
+            })
+            .collect(),
+        Pattern::Permutation => {
+            // Fisher-Yates with a SplitMix64 stream: deterministic, no RNG dependency.
+            let mut perm: Vec<usize> = (0..n).collect();
+            let mut state = seed;
+            for i in (1..n).rev() {
+                state = mix(state);
+                let j = (state % (i as u64 + 1)) as usize;
+                perm.swap(i, j);
+            }
+            (0..n)
+                .filter(|&i| perm[i] != i)
+                .map(|i| (gpus[i], gpus[perm[i]]))
+                .collect()
+        }
+    }
+}
+
+/// Load on the links of one group (one direction between two tiers).
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupLoad {
+    /// `lower->upper` or `upper->lower`, by tier name (`nic` for NICs): `rtsw->ctsw`.
+    pub group: String,
+    pub links: usize,
+    pub max_load: f64,
+    pub mean_load: f64,
+    /// max / mean: 1 is perfect balance.
+    pub max_mean_ratio: f64,
+    /// Links of the group that carry nothing.
+    pub idle_fraction: f64,
+}
+
+fn label(topo: &Topology, n: NodeId) -> Option<&str> {
+    match topo.kind(n) {
+        NodeKind::Switch(r) => Some(topo.tier_name(r.tier)),
+        NodeKind::Nic => Some("nic"),
+        NodeKind::Gpu | NodeKind::NvSwitch => None,
+    }
+}
+
+/// Per-link load of the pairs, each with `qps` QPs, under the router's policy.
+pub fn link_loads(
+    router: &mut Router<'_>,
+    state: &LinkState,
+    pairs: &[(NodeId, NodeId)],
+    qps: u32,
+    seed: u64,
+) -> Result<Vec<f64>, RouteError> {
+    let topo = router.topology();
+    let mut load = vec![0.0; topo.link_count()];
+    let share = 1.0 / f64::from(qps);
+    // Spraying ignores the key: one route per pair serves every QP.
+    let qps_routed = if router.policy() == Policy::Spray {
+        1
+    } else {
+        qps
+    };
+    let weight = if qps_routed == 1 { 1.0 } else { share };
+    for &(src, dst) in pairs {
+        for qp in 0..qps_routed {
+            for (l, w) in router
+                .route(state, &FlowKey::connection(src, dst, qp, seed))?
+                .incidence()
+            {
+                load[l.index()] += w * weight;
+            }
+        }
+    }
+    Ok(load)
+}
+
+/// The links on some equal-cost path of some pair.
+pub fn links_in_scope(
+    topo: &Topology,
+    state: &LinkState,
+    pairs: &[(NodeId, NodeId)],
+) -> Result<Vec<bool>, RouteError> {
+    let mut spray = Router::new(topo, Policy::Spray, crate::router::HashConfig::default());
+    let mut scope = vec![false; topo.link_count()];
+    for &(src, dst) in pairs {
+        for (l, _) in spray
+            .route(state, &FlowKey::connection(src, dst, 0, 0))?
+            .incidence()
+        {
+            scope[l.index()] = true;
+        }
+    }
+    Ok(scope)
+}
+
+/// Groups the network links in `scope` by direction between tiers and summarises their loads.
+pub fn group_loads(topo: &Topology, load: &[f64], scope: &[bool]) -> Vec<GroupLoad> {
+    let mut groups: Vec<(String, Vec<f64>)> = Vec::new();
+    for l in topo.link_ids().filter(|l| scope[l.index()]) {
+        let link = topo.link(l);
+        let (Some(a), Some(b)) = (label(topo, link.src), label(topo, link.dst)) else {
+            continue;
+        };
+        let name = format!("{a}->{b}");
+        match groups.iter_mut().find(|(g, _)| *g == name) {
+            Some((_, v)) => v.push(load[l.index()]),
+            None => groups.push((name, vec![load[LinkId::index(l)]])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(group, v)| {
+            let max = v.iter().copied().fold(0.0, f64::max);
+            let mean = v.iter().sum::<f64>() / v.len() as f64;
+            GroupLoad {
+                group,
+                links: v.len(),
+                max_load: max,
+                mean_load: mean,
+                max_mean_ratio: if mean > 0.0 { max / mean } else { 0.0 },
+                idle_fraction: v.iter().filter(|&&x| x <= 0.0).count() as f64 / v.len() as f64,
+            }
+        })
+        .collect()
+}
