@@ -5,8 +5,17 @@
 //! last rate change. Every arrival, drain, reroute or capacity change marks flows or links
 //! *dirty*; before time moves on, all changes that share the current timestamp are solved
 //! together, and only the component they touch (the flows reachable from them through shared
-//! links, SimGrid's "selective update") is re-solved. A flow *drains* when its last byte leaves
-//! the source; it *completes* one path latency later, when the last byte arrives.
+//! links, SimGrid's "selective update") is re-solved.
+//!
+//! Departures re-solve far less. When flows of rate ≥ `r` leave, progressive filling below
+//! level `r` runs exactly as before (every link a departed flow crossed saturated at `r` or
+//! above), so every flow slower than `r` keeps its rate. Only the flows at or above `r`
+//! reachable from the departed flows' links through such flows are re-solved, on the capacity
+//! the slower flows leave. In a congested fabric the fastest flows finish first, so most
+//! departures touch a handful of flows.
+//!
+//! A flow *drains* when its last byte leaves the source; it *completes* one path latency later,
+//! when the last byte arrives.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -37,6 +46,9 @@ pub struct FlowEngine {
     link_flows: Vec<Vec<u32>>,
     dirty_flows: Vec<u32>,
     dirty_links: Vec<u32>,
+    /// The smallest rate among flows that drained since the last solve; 0 when anything else
+    /// changed (an arrival, a reroute, a capacity change). See `solve_dirty`.
+    threshold: f64,
     drains: BinaryHeap<Reverse<(u64, u32, u32)>>,
     arrivals: BinaryHeap<Reverse<(u64, u32)>>,
     solver: Solver,
@@ -47,11 +59,15 @@ pub struct FlowEngine {
     comp_flows: Vec<u32>,
     comp_links: Vec<u32>,
     rates: Vec<f64>,
+    /// Per link: load of the flows left out of a solve, then the capacity left for the rest.
+    fixed: Vec<f64>,
+    residual: Vec<f64>,
     // Link accounting.
     load: Vec<f64>,
     since: Vec<Nanos>,
     stats: LinkStats,
     solves: u64,
+    solved_flows: u64,
 }
 
 fn ns_to_s(ns: u64) -> f64 {
@@ -69,6 +85,7 @@ impl FlowEngine {
             link_flows: vec![Vec::new(); n],
             dirty_flows: Vec::new(),
             dirty_links: Vec::new(),
+            threshold: f64::INFINITY,
             drains: BinaryHeap::new(),
             arrivals: BinaryHeap::new(),
             solver: Solver::default(),
@@ -78,16 +95,24 @@ impl FlowEngine {
             comp_flows: Vec::new(),
             comp_links: Vec::new(),
             rates: Vec::new(),
+            fixed: vec![0.0; n],
+            residual: vec![0.0; n],
             load: vec![0.0; n],
             since: vec![Nanos(0); n],
             stats: LinkStats::new(n),
             solves: 0,
+            solved_flows: 0,
         }
     }
 
     /// How many component re-solves ran (for benchmarks and tests of incrementality).
     pub fn solves(&self) -> u64 {
         self.solves
+    }
+
+    /// Flows re-solved, summed over all solves.
+    pub fn solved_flows(&self) -> u64 {
+        self.solved_flows
     }
 
     /// Flows submitted so far.
@@ -136,9 +161,16 @@ impl FlowEngine {
         self.since[l] = self.now;
     }
 
+    /// Takes `f` off its links: its load goes, and the links are marked for a re-solve.
     fn detach(&mut self, f: u32) {
+        let rate = self.flows[f as usize].rate;
         for i in 0..self.flows[f as usize].links.len() {
-            let l = self.flows[f as usize].links[i].0 as usize;
+            let (l, w) = self.flows[f as usize].links[i];
+            let l = l as usize;
+            self.account(l);
+            if rate.is_finite() {
+                self.load[l] = (self.load[l] - w * rate).max(0.0);
+            }
             if let Some(pos) = self.link_flows[l].iter().position(|&x| x == f) {
                 self.link_flows[l].swap_remove(pos);
             }
@@ -152,6 +184,7 @@ impl FlowEngine {
             self.link_flows[l].push(f);
         }
         self.dirty_flows.push(f);
+        self.threshold = 0.0;
     }
 
     /// Re-solves the component of everything dirty; see the module docs.
@@ -184,14 +217,16 @@ impl FlowEngine {
                 self.comp_links.push(l);
             }
         }
-        // Close over shared links: flows of marked links, links of marked flows.
+        // Close over shared links: flows of marked links at or above the threshold, links of
+        // marked flows.
+        let floor = self.threshold * (1.0 - 1e-9);
         let (mut fi, mut li) = (0, 0);
         while fi < self.comp_flows.len() || li < self.comp_links.len() {
             while li < self.comp_links.len() {
                 let l = self.comp_links[li] as usize;
                 li += 1;
                 for &f in &self.link_flows[l] {
-                    if self.flow_mark[f as usize] != epoch {
+                    if self.flow_mark[f as usize] != epoch && self.flows[f as usize].rate >= floor {
                         self.flow_mark[f as usize] = epoch;
                         self.comp_flows.push(f);
                     }
@@ -212,6 +247,24 @@ impl FlowEngine {
             self.settle(self.comp_flows[i]);
         }
         self.comp_flows.sort_unstable();
+        self.solved_flows += self.comp_flows.len() as u64;
+        // What the flows left out keep on each link, and the capacity left for the rest.
+        for &l in &self.comp_links {
+            self.fixed[l as usize] = self.load[l as usize];
+        }
+        for &f in &self.comp_flows {
+            let flow = &self.flows[f as usize];
+            if flow.rate.is_finite() {
+                for &(l, w) in &flow.links {
+                    self.fixed[l as usize] -= w * flow.rate;
+                }
+            }
+        }
+        for &l in &self.comp_links {
+            let l = l as usize;
+            self.fixed[l] = self.fixed[l].max(0.0);
+            self.residual[l] = (self.capacity[l] - self.fixed[l]).max(0.0);
+        }
         let demands: Vec<Demand<'_>> = self
             .comp_flows
             .iter()
@@ -220,12 +273,12 @@ impl FlowEngine {
                 cap: self.flows[f as usize].cap,
             })
             .collect();
-        self.solver.solve(&self.capacity, &demands, &mut self.rates);
+        self.solver.solve(&self.residual, &demands, &mut self.rates);
         drop(demands);
         for i in 0..self.comp_links.len() {
             let l = self.comp_links[i] as usize;
             self.account(l);
-            self.load[l] = 0.0;
+            self.load[l] = self.fixed[l];
         }
         for (i, &f) in self.comp_flows.iter().enumerate() {
             let rate = self.rates[i];
@@ -248,11 +301,12 @@ impl FlowEngine {
             } else {
                 0.0
             };
-            debug_assert!(util <= 1.0 + 1e-9, "link {l} over capacity: {util}");
+            debug_assert!(util <= 1.0 + 1e-6, "link {l} over capacity: {util}");
             self.stats.peak_utilization[l] = self.stats.peak_utilization[l].max(util);
         }
         dirty_flows.clear();
         dirty_links.clear();
+        self.threshold = f64::INFINITY;
         self.dirty_flows = dirty_flows;
         self.dirty_links = dirty_links;
     }
@@ -266,6 +320,16 @@ impl FlowEngine {
             self.drains.pop();
         }
         None
+    }
+
+    /// The next known event, without solving pending changes.
+    fn peek_event(&mut self) -> Option<Nanos> {
+        let drain = self.next_drain();
+        let arrival = self.arrivals.peek().map(|Reverse((at, _))| *at);
+        match (drain, arrival) {
+            (Some(a), Some(b)) => Some(Nanos(a.min(b))),
+            (a, b) => a.or(b).map(Nanos),
+        }
     }
 
     /// Flows that are active but get no rate (every path down, or a zero cap): they will
@@ -286,6 +350,8 @@ impl Engine for FlowEngine {
 
     fn submit(&mut self, spec: FlowSpec) -> FlowId {
         let id = self.flows.len() as u32;
+        // A flow with nothing to send, or that crosses no link and has no cap, is done at once.
+        let instant = spec.bytes == 0 || (spec.links.is_empty() && spec.cap.is_none());
         self.flows.push(Flow {
             links: spec.links.iter().map(|&(l, w)| (l.0, w)).collect(),
             cap: spec.cap.map_or(f64::INFINITY, |c| c.0 as f64),
@@ -294,15 +360,22 @@ impl Engine for FlowEngine {
             rate: 0.0,
             updated: self.now,
             version: 0,
-            active: true,
+            active: !instant,
         });
-        self.attach(id);
+        if instant {
+            self.flows[id as usize].remaining = 0.0;
+            self.arrivals
+                .push(Reverse((self.now.0 + spec.latency.0, id)));
+        } else {
+            self.attach(id);
+        }
         FlowId(id)
     }
 
     fn set_link_capacity(&mut self, link: LinkId, capacity: Bandwidth) {
         self.capacity[link.index()] = capacity.0 as f64;
         self.dirty_links.push(link.0);
+        self.threshold = 0.0;
     }
 
     fn reroute(&mut self, flow: FlowId, links: Vec<(LinkId, f64)>, latency: Nanos) {
@@ -326,17 +399,22 @@ impl Engine for FlowEngine {
 
     fn next_event(&mut self) -> Option<Nanos> {
         self.solve_dirty();
-        let drain = self.next_drain();
-        let arrival = self.arrivals.peek().map(|Reverse((at, _))| *at);
-        match (drain, arrival) {
-            (Some(a), Some(b)) => Some(Nanos(a.min(b))),
-            (a, b) => a.or(b).map(Nanos),
-        }
+        self.peek_event()
     }
-
     fn advance(&mut self, to: Nanos, finished: &mut Vec<Completion>) {
         debug_assert!(to >= self.now, "time never goes back");
-        while let Some(t) = self.next_event().filter(|&t| t <= to) {
+        loop {
+            // Advancing to the current time needs no solve: a solve cannot create an event at
+            // the current time (every solved flow has bytes left and a finite rate), so all
+            // submissions at one timestamp stay batched into one solve.
+            let next = if to == self.now {
+                self.peek_event()
+            } else {
+                self.next_event()
+            };
+            let Some(t) = next.filter(|&t| t <= to) else {
+                break;
+            };
             self.now = t;
             while let Some(&Reverse((at, f))) = self.arrivals.peek() {
                 if at != t.0 {
@@ -362,8 +440,10 @@ impl Engine for FlowEngine {
                 );
                 flow.active = false;
                 let at = t.0 + flow.latency.0;
+                let rate = flow.rate;
                 self.arrivals.push(Reverse((at, f)));
                 self.detach(f);
+                self.threshold = self.threshold.min(rate);
             }
         }
         self.now = self.now.max(to);
