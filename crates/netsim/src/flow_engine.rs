@@ -14,6 +14,11 @@
 //! the slower flows leave. In a congested fabric the fastest flows finish first, so most
 //! departures touch a handful of flows.
 //!
+//! Arrivals likewise: a new flow's final rate is at least `min over its links of C / W` (the
+//! capacity over the total weight crossing the link), and every flow slower than the new flow
+//! keeps its rate, so only flows at or above that floor are re-solved. And a new flow that fits
+//! at its solo rate on every link it crosses needs no solve at all (the uncongested fast path).
+//!
 //! A flow *drains* when its last byte leaves the source; it *completes* one path latency later,
 //! when the last byte arrives.
 
@@ -46,9 +51,10 @@ pub struct FlowEngine {
     link_flows: Vec<Vec<u32>>,
     dirty_flows: Vec<u32>,
     dirty_links: Vec<u32>,
-    /// The smallest rate among flows that drained since the last solve; 0 when anything else
-    /// changed (an arrival, a reroute, a capacity change). See `solve_dirty`.
-    threshold: f64,
+    /// The smallest rate among flows that drained since the last solve. See `solve_dirty`.
+    drain_floor: f64,
+    /// A reroute or capacity change is pending: everything it touches must be re-solved.
+    structural: bool,
     drains: BinaryHeap<Reverse<(u64, u32, u32)>>,
     arrivals: BinaryHeap<Reverse<(u64, u32)>>,
     solver: Solver,
@@ -85,7 +91,8 @@ impl FlowEngine {
             link_flows: vec![Vec::new(); n],
             dirty_flows: Vec::new(),
             dirty_links: Vec::new(),
-            threshold: f64::INFINITY,
+            drain_floor: f64::INFINITY,
+            structural: false,
             drains: BinaryHeap::new(),
             arrivals: BinaryHeap::new(),
             solver: Solver::default(),
@@ -184,12 +191,79 @@ impl FlowEngine {
             self.link_flows[l].push(f);
         }
         self.dirty_flows.push(f);
-        self.threshold = 0.0;
+    }
+
+    /// A lower bound on the rate a new flow will get: its cap, and on each of its links the
+    /// capacity over the total weight of the flows crossing it (no such link can saturate at a
+    /// lower level, so progressive filling cannot freeze the flow earlier). Every flow slower
+    /// than the new flow's final rate keeps its rate (filling below that level is unchanged),
+    /// so an arrival re-solves only the flows at or above this floor.
+    fn arrival_floor(&self, f: u32) -> f64 {
+        let flow = &self.flows[f as usize];
+        flow.links
+            .iter()
+            .map(|&(l, _)| {
+                let total: f64 = self.link_flows[l as usize]
+                    .iter()
+                    .map(|&g| {
+                        self.flows[g as usize]
+                            .links
+                            .iter()
+                            .find(|&&(m, _)| m == l)
+                            .map_or(0.0, |&(_, w)| w)
+                    })
+                    .sum();
+                self.capacity[l as usize] / total.max(1e-12)
+            })
+            .fold(flow.cap, f64::min)
+    }
+
+    /// The uncongested fast path (DESIGN.md "Scale"): a new flow that fits at its solo rate
+    /// (its cap, or its tightest link alone) on every link it crosses changes no one else's
+    /// max-min rate — the links it crosses stay within capacity, so none becomes anybody's new
+    /// bottleneck — and needs no solve.
+    fn try_fast_path(&mut self, f: u32) -> bool {
+        let flow = &self.flows[f as usize];
+        let solo = flow
+            .links
+            .iter()
+            .map(|&(l, w)| self.capacity[l as usize] / w)
+            .fold(flow.cap, f64::min);
+        if !(solo.is_finite() && solo > 0.0) {
+            return false;
+        }
+        let fits = flow.links.iter().all(|&(l, w)| {
+            self.load[l as usize] + w * solo <= self.capacity[l as usize] * (1.0 + 1e-12)
+        });
+        if !fits {
+            return false;
+        }
+        for i in 0..self.flows[f as usize].links.len() {
+            let (l, w) = self.flows[f as usize].links[i];
+            self.account(l as usize);
+            self.load[l as usize] += w * solo;
+            let util = self.load[l as usize] / self.capacity[l as usize];
+            self.stats.peak_utilization[l as usize] =
+                self.stats.peak_utilization[l as usize].max(util);
+        }
+        let now = self.now.0;
+        let flow = &mut self.flows[f as usize];
+        flow.rate = solo;
+        flow.version = flow.version.wrapping_add(1);
+        let at = now + (flow.remaining / solo * 1e9).ceil() as u64;
+        self.drains.push(Reverse((at, f, flow.version)));
+        true
     }
 
     /// Re-solves the component of everything dirty; see the module docs.
     fn solve_dirty(&mut self) {
+        if !self.structural && !self.dirty_flows.is_empty() {
+            let mut pending = std::mem::take(&mut self.dirty_flows);
+            pending.retain(|&f| self.flows[f as usize].active && !self.try_fast_path(f));
+            self.dirty_flows = pending;
+        }
         if self.dirty_flows.is_empty() && self.dirty_links.is_empty() {
+            self.drain_floor = f64::INFINITY;
             return;
         }
         self.solves += 1;
@@ -217,9 +291,17 @@ impl FlowEngine {
                 self.comp_links.push(l);
             }
         }
-        // Close over shared links: flows of marked links at or above the threshold, links of
+        // Close over shared links: flows of marked links at or above the floor, links of
         // marked flows.
-        let floor = self.threshold * (1.0 - 1e-9);
+        let floor = if self.structural {
+            0.0
+        } else {
+            dirty_flows
+                .iter()
+                .map(|&f| self.arrival_floor(f))
+                .fold(self.drain_floor, f64::min)
+                * (1.0 - 1e-9)
+        };
         let (mut fi, mut li) = (0, 0);
         while fi < self.comp_flows.len() || li < self.comp_links.len() {
             while li < self.comp_links.len() {
@@ -242,6 +324,18 @@ impl FlowEngine {
                     }
                 }
             }
+        }
+        if self.comp_flows.is_empty() {
+            // Only departures, and no flow left at or above their rate near them: nothing
+            // changes (their load already left the links when they drained).
+            self.solves -= 1;
+            dirty_flows.clear();
+            dirty_links.clear();
+            self.dirty_flows = dirty_flows;
+            self.dirty_links = dirty_links;
+            self.drain_floor = f64::INFINITY;
+            self.structural = false;
+            return;
         }
         for i in 0..self.comp_flows.len() {
             self.settle(self.comp_flows[i]);
@@ -306,7 +400,8 @@ impl FlowEngine {
         }
         dirty_flows.clear();
         dirty_links.clear();
-        self.threshold = f64::INFINITY;
+        self.drain_floor = f64::INFINITY;
+        self.structural = false;
         self.dirty_flows = dirty_flows;
         self.dirty_links = dirty_links;
     }
@@ -375,7 +470,7 @@ impl Engine for FlowEngine {
     fn set_link_capacity(&mut self, link: LinkId, capacity: Bandwidth) {
         self.capacity[link.index()] = capacity.0 as f64;
         self.dirty_links.push(link.0);
-        self.threshold = 0.0;
+        self.structural = true;
     }
 
     fn reroute(&mut self, flow: FlowId, links: Vec<(LinkId, f64)>, latency: Nanos) {
@@ -385,6 +480,7 @@ impl Engine for FlowEngine {
         }
         self.settle(f);
         self.detach(f);
+        self.structural = true;
         let flow = &mut self.flows[f as usize];
         flow.links = links.iter().map(|&(l, w)| (l.0, w)).collect();
         flow.latency = latency;
@@ -443,7 +539,7 @@ impl Engine for FlowEngine {
                 let rate = flow.rate;
                 self.arrivals.push(Reverse((at, f)));
                 self.detach(f);
-                self.threshold = self.threshold.min(rate);
+                self.drain_floor = self.drain_floor.min(rate);
             }
         }
         self.now = self.now.max(to);

@@ -220,8 +220,7 @@ fn a_flow_with_no_path_left_stalls_and_resumes_on_repair() {
 }
 
 #[test]
-fn only_the_touched_component_is_resolved() {
-    // Two disjoint host pairs: a flow finishing in one does not re-solve the other.
+fn only_flows_a_change_can_affect_are_resolved() {
     let topo = build("meta-ai-zone", &[("racks", "4")]);
     let mut engine = FlowEngine::new(&topo);
     let mut router = Router::new(&topo, Policy::Ecmp, HashConfig::default());
@@ -240,16 +239,24 @@ fn only_the_touched_component_is_resolved() {
             latency: route.latency(),
         })
     };
-    submit(&mut engine, "host0/gpu0", "host1/gpu0", GIB);
-    submit(&mut engine, "host4/gpu0", "host5/gpu0", 2 * GIB);
+    // A fits at its solo rate (fast path, no solve); B shares A's NIC, so A and B are solved
+    // together; C is elsewhere and fits (fast path).
+    submit(&mut engine, "host0/gpu0", "host2/gpu0", GIB);
+    submit(&mut engine, "host0/gpu0", "host3/gpu0", GIB);
+    submit(&mut engine, "host4/gpu0", "host6/gpu0", 1 << 20);
+    assert_eq!(
+        engine.rate(fabricsim_netsim::FlowId(0)),
+        Bandwidth(25_000_000_000)
+    );
+    assert_eq!(engine.solved_flows(), 2);
     let mut done = Vec::new();
     while let Some(t) = engine.next_event() {
         engine.advance(t, &mut done);
     }
-    // One solve for both arrivals (same timestamp), one after the first drain; the second
-    // flow's drain leaves nothing to solve.
-    assert_eq!(engine.solves(), 3);
-    assert_eq!(done.len(), 2);
+    // C finishing touches nobody; A and B finish together and leave nothing to re-solve.
+    assert_eq!(engine.solved_flows(), 2);
+    assert_eq!(engine.solves(), 1);
+    assert_eq!(done.len(), 3);
 }
 
 /// Random flows on a small leaf-spine: (src gpu, dst gpu, bytes, start µs).

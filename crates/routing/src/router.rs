@@ -113,6 +113,10 @@ pub struct Router<'t> {
     hash: HashConfig,
     switch_index: Vec<u32>,
     switch_count: usize,
+    /// Switch-to-switch adjacency by switch index, for the distance BFS: for switch `t`, each
+    /// neighbour switch `s` with the link `s -> t` (whose state decides if `s` can reach `t`).
+    sw_offsets: Vec<u32>,
+    sw_adj: Vec<(u32, LinkId)>,
     gpu_ordinal: Vec<u32>,
     dist_cache: HashMap<Vec<u32>, Rc<Vec<u16>>>,
     cache_version: u64,
@@ -202,10 +206,22 @@ impl Toward<'_> {
 impl<'t> Router<'t> {
     pub fn new(topo: &'t Topology, policy: Policy, hash: HashConfig) -> Self {
         let mut switch_index = vec![u32::MAX; topo.node_count()];
-        let mut switch_count = 0;
-        for (s, _) in topo.switches() {
-            switch_index[s.index()] = switch_count as u32;
-            switch_count += 1;
+        let switch_nodes: Vec<NodeId> = topo.switches().map(|(s, _)| s).collect();
+        for (i, s) in switch_nodes.iter().enumerate() {
+            switch_index[s.index()] = i as u32;
+        }
+        let switch_count = switch_nodes.len();
+        let mut sw_offsets = Vec::with_capacity(switch_count + 1);
+        let mut sw_adj = Vec::new();
+        sw_offsets.push(0);
+        for &t in &switch_nodes {
+            for &l in topo.out_links(t) {
+                let s = switch_index[topo.link(l).dst.index()];
+                if s != u32::MAX {
+                    sw_adj.push((s, l.reverse()));
+                }
+            }
+            sw_offsets.push(sw_adj.len() as u32);
         }
         let mut gpu_ordinal = vec![u32::MAX; topo.node_count()];
         for (i, g) in topo.gpus().iter().enumerate() {
@@ -217,6 +233,8 @@ impl<'t> Router<'t> {
             hash,
             switch_index,
             switch_count,
+            sw_offsets,
+            sw_adj,
             gpu_ordinal,
             dist_cache: HashMap::new(),
             cache_version: 0,
@@ -273,29 +291,28 @@ impl<'t> Router<'t> {
             return Rc::clone(d);
         }
         let mut dist = vec![FAR; self.switch_count];
-        let mut frontier: Vec<NodeId> = Vec::new();
-        for (s, _) in topo.switches() {
-            if sources.binary_search(&self.switch_index[s.index()]).is_ok() {
-                dist[self.switch_index[s.index()] as usize] = 0;
-                frontier.push(s);
-            }
+        let mut frontier: Vec<u32> = sources.clone();
+        for &s in &sources {
+            dist[s as usize] = 0;
         }
         let mut level = 0u16;
+        let mut next = Vec::new();
         while !frontier.is_empty() {
             level += 1;
-            let mut next = Vec::new();
             for &t in &frontier {
-                for &l in topo.out_links(t) {
-                    let s = topo.link(l).dst;
-                    let si = self.switch_index[s.index()];
-                    // s can reach t if the direction s -> t is up.
-                    if si != u32::MAX && dist[si as usize] == FAR && state.is_up(l.reverse()) {
-                        dist[si as usize] = level;
+                let (a, b) = (
+                    self.sw_offsets[t as usize] as usize,
+                    self.sw_offsets[t as usize + 1] as usize,
+                );
+                for &(s, s_to_t) in &self.sw_adj[a..b] {
+                    if dist[s as usize] == FAR && state.is_up(s_to_t) {
+                        dist[s as usize] = level;
                         next.push(s);
                     }
                 }
             }
-            frontier = next;
+            std::mem::swap(&mut frontier, &mut next);
+            next.clear();
         }
         let dist = Rc::new(dist);
         self.dist_cache.insert(sources, Rc::clone(&dist));
