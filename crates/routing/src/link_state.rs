@@ -17,6 +17,8 @@ pub enum LinkCondition {
 #[derive(Clone, Debug)]
 pub struct LinkState {
     conditions: Vec<LinkCondition>,
+    /// `conditions[l] != Down`, packed for the routing hot loop.
+    up: Vec<bool>,
     version: u64,
 }
 
@@ -25,6 +27,7 @@ impl LinkState {
     pub fn new(topo: &Topology) -> Self {
         LinkState {
             conditions: vec![LinkCondition::Up; topo.link_count()],
+            up: vec![true; topo.link_count()],
             version: 0,
         }
     }
@@ -33,8 +36,9 @@ impl LinkState {
         self.conditions[link.index()]
     }
 
+    #[inline]
     pub fn is_up(&self, link: LinkId) -> bool {
-        self.conditions[link.index()] != LinkCondition::Down
+        self.up[link.index()]
     }
 
     /// Usable capacity now: 0 when down.
@@ -50,6 +54,7 @@ impl LinkState {
     pub fn set(&mut self, link: LinkId, condition: LinkCondition) {
         if self.conditions[link.index()] != condition {
             self.conditions[link.index()] = condition;
+            self.up[link.index()] = condition != LinkCondition::Down;
             self.version += 1;
         }
     }

@@ -129,6 +129,8 @@ struct Toward<'a> {
     src: NodeId,
     dst: NodeId,
     switch_index: &'a [u32],
+    sw_offsets: &'a [u32],
+    sw_adj: &'a [(u32, LinkId)],
     dist: Rc<Vec<u16>>,
 }
 
@@ -181,6 +183,10 @@ impl Toward<'_> {
     /// The equal-cost next hops of `u`, in link-id order. Hosts never forward for others:
     /// a switch hands traffic only to switches or to the destination's NICs.
     fn next_hops(&self, u: NodeId) -> Vec<LinkId> {
+        let ui = self.switch_index[u.index()];
+        if ui != u32::MAX {
+            return self.switch_next_hops(ui, u);
+        }
         let Some(c) = self.cost(u) else {
             return Vec::new();
         };
@@ -200,6 +206,45 @@ impl Toward<'_> {
             })
             .map(|(l, _)| l)
             .collect()
+    }
+}
+
+impl Toward<'_> {
+    /// `next_hops` for a switch, over the compact switch adjacency (the hot path of routing).
+    fn switch_next_hops(&self, ui: u32, u: NodeId) -> Vec<LinkId> {
+        let d = self.dist[ui as usize];
+        if d == FAR {
+            return Vec::new();
+        }
+        if d > 0 {
+            let (a, b) = (
+                self.sw_offsets[ui as usize] as usize,
+                self.sw_offsets[ui as usize + 1] as usize,
+            );
+            return self.sw_adj[a..b]
+                .iter()
+                // The adjacency holds `s -> u`; the hop is its reverse, `u -> s`.
+                .filter(|&&(s, s_to_u)| {
+                    self.dist[s as usize] == d - 1 && self.state.is_up(s_to_u.reverse())
+                })
+                .map(|&(_, s_to_u)| s_to_u.reverse())
+                .collect();
+        }
+        // Next to the destination: down to its NICs that can deliver to it.
+        let mut hops: Vec<LinkId> = Vec::new();
+        for nic in self.topo.nics_of_gpu(self.dst) {
+            if !self.links_to_dst(nic) {
+                continue;
+            }
+            for &l in self.topo.out_links(nic) {
+                let down = l.reverse();
+                if self.topo.link(l).dst == u && self.state.is_up(down) {
+                    hops.push(down);
+                }
+            }
+        }
+        hops.sort_unstable();
+        hops
     }
 }
 
@@ -332,6 +377,8 @@ impl<'t> Router<'t> {
             src,
             dst,
             switch_index: &self.switch_index,
+            sw_offsets: &self.sw_offsets,
+            sw_adj: &self.sw_adj,
             dist,
         }
     }
