@@ -8,9 +8,21 @@ use fabricsim_routing::{FlowKey, HashConfig, Policy, Router};
 use fabricsim_topology::{presets, Topology};
 
 fn permutation(topo: &Topology) -> usize {
-    let mut net = Network::new(topo, Router::new(topo, Policy::Ecmp, HashConfig { seed: 1, polarized: false }), FlowEngine::new(topo));
+    let mut net = Network::new(
+        topo,
+        Router::new(
+            topo,
+            Policy::Ecmp,
+            HashConfig {
+                seed: 1,
+                polarized: false,
+            },
+        ),
+        FlowEngine::new(topo),
+    );
     for (s, d) in pairs(Pattern::Permutation, topo.gpus(), 1) {
-        net.submit(FlowKey::connection(s, d, 0, 1), 1 << 30, None).unwrap();
+        net.submit(FlowKey::connection(s, d, 0, 1), 1 << 30, None)
+            .unwrap();
     }
     let mut done = Vec::new();
     net.run_to_end(&mut done);
@@ -21,9 +33,13 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group("permutation-ecmp");
     group.sample_size(10);
     let zone = presets::build("meta-ai-zone", &[]).unwrap();
-    group.bench_function("meta-ai-zone 3,072 flows", |b| b.iter(|| permutation(&zone)));
+    group.bench_function("meta-ai-zone 3,072 flows", |b| {
+        b.iter(|| permutation(&zone))
+    });
     let cluster = presets::build("meta-cluster", &[]).unwrap();
-    group.bench_function("meta-cluster 24,576 flows", |b| b.iter(|| permutation(&cluster)));
+    group.bench_function("meta-cluster 24,576 flows", |b| {
+        b.iter(|| permutation(&cluster))
+    });
     group.finish();
 }
 

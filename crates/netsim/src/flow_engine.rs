@@ -132,15 +132,6 @@ impl FlowEngine {
         self.flows[flow.0 as usize].active
     }
 
-    /// Bytes `flow` still has to send, now.
-    pub fn remaining(&self, flow: FlowId) -> f64 {
-        let f = &self.flows[flow.0 as usize];
-        if !f.active {
-            return 0.0;
-        }
-        (f.remaining - f.rate * ns_to_s(self.now.0 - f.updated.0)).max(0.0)
-    }
-
     /// Brings `f`'s remaining bytes up to now, and credits what it sent to its links (so link
     /// bytes are exactly the bytes flows sent, whatever the rounding of drain times to ns).
     fn settle(&mut self, f: u32) {
@@ -425,16 +416,6 @@ impl FlowEngine {
             (Some(a), Some(b)) => Some(Nanos(a.min(b))),
             (a, b) => a.or(b).map(Nanos),
         }
-    }
-
-    /// Flows that are active but get no rate (every path down, or a zero cap): they will
-    /// never finish unless something changes.
-    pub fn stalled(&mut self) -> Vec<FlowId> {
-        self.solve_dirty();
-        (0..self.flows.len() as u32)
-            .filter(|&f| self.flows[f as usize].active && self.flows[f as usize].rate <= 0.0)
-            .map(FlowId)
-            .collect()
     }
 }
 
