@@ -1,21 +1,8 @@
 //! `fabricsim route …` and `fabricsim flows` as a user runs them.
 
-use std::process::{Command, Output};
+mod common;
 
-fn fabricsim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fabricsim"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use common::{fabricsim, stderr, stdout};
 
 const ZONE: [&str; 4] = ["--preset", "meta-ai-zone", "--set", "racks=4"];
 

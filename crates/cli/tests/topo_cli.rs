@@ -1,22 +1,10 @@
 //! The `fabricsim topo` commands as a user runs them: output, JSON fields, exit codes, files.
 
 use std::path::Path;
-use std::process::{Command, Output};
 
-fn fabricsim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_fabricsim"))
-        .args(args)
-        .output()
-        .expect("the binary runs")
-}
+mod common;
 
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use common::{fabricsim, stderr, stdout};
 
 #[test]
 fn describe_defaults_to_the_24k_meta_cluster() {
