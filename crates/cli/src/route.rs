@@ -118,7 +118,9 @@ pub fn run(cmd: RouteCommand) -> CmdResult {
             let topo = fabric.load()?;
             let (src, dst) = (gpu(&topo, "from", &from)?, gpu(&topo, "to", &to)?);
             if src == dst {
-                return Err(input(anyhow::anyhow!("--from and --to are both `{from}`; a path needs two GPUs")));
+                return Err(input(anyhow::anyhow!(
+                    "--from and --to are both `{from}`; a path needs two GPUs"
+                )));
             }
             let policy = routing.policy()?;
             let mut router = Router::new(&topo, policy, routing.hash());

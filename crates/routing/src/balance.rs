@@ -104,11 +104,7 @@ pub fn link_loads(
     let mut load = vec![0.0; topo.link_count()];
     let share = 1.0 / f64::from(qps);
     // Spraying ignores the key: one route per pair serves every QP.
-    let qps_routed = if router.policy() == Policy::Spray {
-        1
-    } else {
-        qps
-    };
+    let qps_routed = if router.policy().uses_key() { qps } else { 1 };
     let weight = if qps_routed == 1 { 1.0 } else { share };
     for &(src, dst) in pairs {
         for qp in 0..qps_routed {

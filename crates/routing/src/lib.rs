@@ -19,4 +19,6 @@ pub mod router;
 
 pub use key::{FlowKey, ROCEV2_PORT};
 pub use link_state::{LinkCondition, LinkState};
-pub use router::{HashConfig, Policy, Route, RouteError, Router};
+pub use router::{
+    HashConfig, HashedPolicy, PathFinder, Policy, Route, RouteError, Router, RoutingPolicy,
+};

@@ -106,11 +106,10 @@ pub enum RouteError {
 
 const FAR: u16 = u16::MAX;
 
-/// Routes flows over one topology. Holds per-destination caches; see the module docs.
-pub struct Router<'t> {
+/// The equal-cost path machinery of one topology, shared by every policy: per-destination
+/// distances (cached), next hops, hop-by-hop walks, spreads and path enumeration.
+pub struct PathFinder<'t> {
     topo: &'t Topology,
-    policy: Policy,
-    hash: HashConfig,
     switch_index: Vec<u32>,
     switch_count: usize,
     /// Switch-to-switch adjacency by switch index, for the distance BFS: for switch `t`, each
@@ -248,8 +247,8 @@ impl Toward<'_> {
     }
 }
 
-impl<'t> Router<'t> {
-    pub fn new(topo: &'t Topology, policy: Policy, hash: HashConfig) -> Self {
+impl<'t> PathFinder<'t> {
+    pub fn new(topo: &'t Topology) -> Self {
         let mut switch_index = vec![u32::MAX; topo.node_count()];
         let switch_nodes: Vec<NodeId> = topo.switches().map(|(s, _)| s).collect();
         for (i, s) in switch_nodes.iter().enumerate() {
@@ -272,10 +271,8 @@ impl<'t> Router<'t> {
         for (i, g) in topo.gpus().iter().enumerate() {
             gpu_ordinal[g.index()] = i as u32;
         }
-        Router {
+        PathFinder {
             topo,
-            policy,
-            hash,
             switch_index,
             switch_count,
             sw_offsets,
@@ -290,11 +287,12 @@ impl<'t> Router<'t> {
         self.topo
     }
 
-    pub fn policy(&self) -> Policy {
-        self.policy
+    /// The position of `gpu` among the fabric's GPUs (what destination-mod-k pinning uses).
+    pub fn gpu_ordinal(&self, gpu: NodeId) -> u32 {
+        self.gpu_ordinal[gpu.index()]
     }
 
-    fn check_gpu(&self, n: NodeId) -> Result<(), RouteError> {
+    pub(crate) fn check_gpu(&self, n: NodeId) -> Result<(), RouteError> {
         if self.topo.kind(n) == NodeKind::Gpu {
             Ok(())
         } else {
@@ -384,7 +382,12 @@ impl<'t> Router<'t> {
     }
 
     /// The NVLink path inside a host, if `src` and `dst` share an NVSwitch or a direct link.
-    fn nvlink_path(&self, state: &LinkState, src: NodeId, dst: NodeId) -> Option<Vec<LinkId>> {
+    pub(crate) fn nvlink_path(
+        &self,
+        state: &LinkState,
+        src: NodeId,
+        dst: NodeId,
+    ) -> Option<Vec<LinkId>> {
         let topo = self.topo;
         if topo.host_of(src) != topo.host_of(dst) {
             return None;
@@ -410,56 +413,37 @@ impl<'t> Router<'t> {
         None
     }
 
-    fn latency_of(&self, links: &[LinkId]) -> Nanos {
+    pub(crate) fn latency_of(&self, links: &[LinkId]) -> Nanos {
         Nanos(links.iter().map(|&l| self.topo.link(l).latency.0).sum())
     }
 
-    fn node_seed(&self, node: NodeId) -> u64 {
-        if self.hash.polarized {
-            self.hash.seed
-        } else {
-            mix(self.hash.seed ^ (u64::from(node.0) << 20))
-        }
-    }
-
-    /// Routes `key` under the router's policy.
-    pub fn route(&mut self, state: &LinkState, key: &FlowKey) -> Result<Route, RouteError> {
-        self.check_gpu(key.src)?;
-        self.check_gpu(key.dst)?;
-        if let Some(links) = self.nvlink_path(state, key.src, key.dst) {
-            let latency = self.latency_of(&links);
-            return Ok(Route::Path { links, latency });
-        }
-        match self.policy {
-            Policy::Spray => self.spread(state, key.src, key.dst),
-            policy => {
-                let ordinal = u64::from(self.gpu_ordinal[key.dst.index()]);
-                let (src, dst) = (key.src, key.dst);
-                let dist = self.distances(state, dst);
-                let t = self.toward(state, src, dst, dist);
-                let mut links = Vec::new();
-                let mut u = src;
-                loop {
-                    let hops = t.next_hops(u);
-                    if hops.is_empty() {
-                        break;
-                    }
-                    let h = match policy {
-                        Policy::Ecmp => key.hash5(self.node_seed(u)),
-                        Policy::EEcmp => key.hash_with_qp(self.node_seed(u)),
-                        _ => ordinal,
-                    };
-                    let l = hops[(h % hops.len() as u64) as usize];
-                    links.push(l);
-                    u = self.topo.link(l).dst;
-                }
-                if u != dst {
-                    return Err(self.no_path(src, dst));
-                }
-                let latency = self.latency_of(&links);
-                Ok(Route::Path { links, latency })
+    /// Walks from `src` to `dst` hop by hop; at each node with several equal-cost next hops
+    /// (in link-id order), `choose` picks one by index (taken modulo their number).
+    pub fn walk(
+        &mut self,
+        state: &LinkState,
+        src: NodeId,
+        dst: NodeId,
+        choose: &mut dyn FnMut(NodeId, &[LinkId]) -> u64,
+    ) -> Result<Route, RouteError> {
+        let dist = self.distances(state, dst);
+        let t = self.toward(state, src, dst, dist);
+        let mut links = Vec::new();
+        let mut u = src;
+        loop {
+            let hops = t.next_hops(u);
+            if hops.is_empty() {
+                break;
             }
+            let l = hops[(choose(u, &hops) % hops.len() as u64) as usize];
+            links.push(l);
+            u = self.topo.link(l).dst;
         }
+        if u != dst {
+            return Err(self.no_path(src, dst));
+        }
+        let latency = self.latency_of(&links);
+        Ok(Route::Path { links, latency })
     }
 
     /// Nodes of the DAG from `src`, in order of decreasing cost (a topological order), with
@@ -497,7 +481,12 @@ impl<'t> Router<'t> {
     }
 
     /// Bytes spread evenly over every equal-cost path: link weight = share of paths using it.
-    fn spread(&mut self, state: &LinkState, src: NodeId, dst: NodeId) -> Result<Route, RouteError> {
+    pub fn spread(
+        &mut self,
+        state: &LinkState,
+        src: NodeId,
+        dst: NodeId,
+    ) -> Result<Route, RouteError> {
         let dag = self.dag(state, src, dst)?;
         let index: HashMap<NodeId, usize> =
             dag.iter().enumerate().map(|(i, (u, _))| (*u, i)).collect();
@@ -586,5 +575,120 @@ impl<'t> Router<'t> {
         }
         walk(self.topo, &hops, src, dst, &mut stack, &mut paths, limit);
         Ok((paths, count[&src]))
+    }
+}
+
+/// Decides where a flow goes between hosts. The built-in policies ([`HashedPolicy`]) choose hop
+/// by hop among equal-cost next hops with [`PathFinder::walk`] or spread with
+/// [`PathFinder::spread`]; an explicit path table (centralized TE) returns whole paths.
+pub trait RoutingPolicy {
+    fn name(&self) -> &str;
+    /// Whether the route depends on the flow key (false for spraying: every QP of a connection
+    /// takes the same spread).
+    fn uses_key(&self) -> bool {
+        true
+    }
+    /// Routes `key` between two GPUs of different NVLink domains.
+    fn route(
+        &self,
+        paths: &mut PathFinder<'_>,
+        state: &LinkState,
+        key: &FlowKey,
+    ) -> Result<Route, RouteError>;
+}
+
+/// ECMP, E-ECMP, pinning and spraying, with their hash seeds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HashedPolicy {
+    pub policy: Policy,
+    pub hash: HashConfig,
+}
+
+impl HashedPolicy {
+    fn node_seed(&self, node: NodeId) -> u64 {
+        if self.hash.polarized {
+            self.hash.seed
+        } else {
+            mix(self.hash.seed ^ (u64::from(node.0) << 20))
+        }
+    }
+}
+
+impl RoutingPolicy for HashedPolicy {
+    fn name(&self) -> &str {
+        self.policy.name()
+    }
+
+    fn uses_key(&self) -> bool {
+        self.policy != Policy::Spray
+    }
+
+    fn route(
+        &self,
+        paths: &mut PathFinder<'_>,
+        state: &LinkState,
+        key: &FlowKey,
+    ) -> Result<Route, RouteError> {
+        let ordinal = u64::from(paths.gpu_ordinal(key.dst));
+        let mut choose = |node: NodeId, _: &[LinkId]| match self.policy {
+            Policy::Ecmp => key.hash5(self.node_seed(node)),
+            Policy::EEcmp => key.hash_with_qp(self.node_seed(node)),
+            Policy::Pin | Policy::Spray => ordinal,
+        };
+        match self.policy {
+            Policy::Spray => paths.spread(state, key.src, key.dst),
+            _ => paths.walk(state, key.src, key.dst, &mut choose),
+        }
+    }
+}
+
+/// Routes flows over one topology under a policy.
+pub struct Router<'t> {
+    paths: PathFinder<'t>,
+    policy: Box<dyn RoutingPolicy + 't>,
+}
+
+impl<'t> Router<'t> {
+    /// A router with one of the built-in policies.
+    pub fn new(topo: &'t Topology, policy: Policy, hash: HashConfig) -> Self {
+        Router::with_policy(topo, Box::new(HashedPolicy { policy, hash }))
+    }
+
+    /// A router with any policy (such as a TE path table).
+    pub fn with_policy(topo: &'t Topology, policy: Box<dyn RoutingPolicy + 't>) -> Self {
+        Router {
+            paths: PathFinder::new(topo),
+            policy,
+        }
+    }
+
+    pub fn topology(&self) -> &'t Topology {
+        self.paths.topology()
+    }
+
+    pub fn policy(&self) -> &dyn RoutingPolicy {
+        self.policy.as_ref()
+    }
+
+    /// Routes `key`: over NVLink inside a host, else under the policy.
+    pub fn route(&mut self, state: &LinkState, key: &FlowKey) -> Result<Route, RouteError> {
+        self.paths.check_gpu(key.src)?;
+        self.paths.check_gpu(key.dst)?;
+        if let Some(links) = self.paths.nvlink_path(state, key.src, key.dst) {
+            let latency = self.paths.latency_of(&links);
+            return Ok(Route::Path { links, latency });
+        }
+        self.policy.route(&mut self.paths, state, key)
+    }
+
+    /// See [`PathFinder::equal_cost_paths`].
+    pub fn equal_cost_paths(
+        &mut self,
+        state: &LinkState,
+        src: NodeId,
+        dst: NodeId,
+        limit: usize,
+    ) -> Result<(Vec<Vec<LinkId>>, u64), RouteError> {
+        self.paths.equal_cost_paths(state, src, dst, limit)
     }
 }

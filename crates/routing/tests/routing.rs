@@ -280,3 +280,64 @@ fn down_links_are_avoided_and_partitions_reported() {
         .route(&state, &FlowKey::connection(src, dst, 0, 0))
         .is_ok());
 }
+
+/// An explicit path table, as centralized TE will be: a fixed path per (src, dst).
+struct PathTable {
+    paths: std::collections::HashMap<(NodeId, NodeId), Vec<LinkId>>,
+}
+
+impl fabricsim_routing::RoutingPolicy for PathTable {
+    fn name(&self) -> &str {
+        "table"
+    }
+    fn route(
+        &self,
+        paths: &mut fabricsim_routing::PathFinder<'_>,
+        state: &LinkState,
+        key: &FlowKey,
+    ) -> Result<Route, RouteError> {
+        match self.paths.get(&(key.src, key.dst)) {
+            Some(links) if links.iter().all(|&l| state.is_up(l)) => Ok(Route::Path {
+                links: links.clone(),
+                latency: fabricsim_topology::Nanos(0),
+            }),
+            // No entry, or a dead one: fall back to the last equal-cost next hop at every node.
+            _ => paths.walk(state, key.src, key.dst, &mut |_, hops| {
+                hops.len() as u64 - 1
+            }),
+        }
+    }
+}
+
+#[test]
+fn a_path_table_plugs_in_as_a_policy() {
+    let topo = build("meta-ai-zone", &[("racks", "4")]);
+    let state = LinkState::new(&topo);
+    let (src, dst) = (id(&topo, "host0/gpu0"), id(&topo, "host7/gpu3"));
+    let mut ecmp = Router::new(&topo, Policy::Ecmp, HashConfig::default());
+    let (all, _) = ecmp.equal_cost_paths(&state, src, dst, 64).unwrap();
+    let table = PathTable {
+        paths: [((src, dst), all[5].clone())].into_iter().collect(),
+    };
+    let mut router = Router::with_policy(&topo, Box::new(table));
+    assert_eq!(router.policy().name(), "table");
+    assert_eq!(
+        path(
+            &router
+                .route(&state, &FlowKey::connection(src, dst, 0, 0))
+                .unwrap()
+        ),
+        all[5]
+    );
+    // Not in the table: the fallback takes the last of the 16 paths.
+    let other = id(&topo, "host6/gpu3");
+    let (others, _) = ecmp.equal_cost_paths(&state, src, other, 64).unwrap();
+    assert_eq!(
+        path(
+            &router
+                .route(&state, &FlowKey::connection(src, other, 0, 0))
+                .unwrap()
+        ),
+        others[15]
+    );
+}
