@@ -7,9 +7,9 @@
 //! together, and only the component they touch (the flows reachable from them through shared
 //! links, SimGrid's "selective update") is re-solved.
 //!
-//! Departures re-solve far less. When flows of rate ≥ `r` leave, progressive filling below
-//! level `r` runs exactly as before (every link a departed flow crossed saturated at `r` or
-//! above), so every flow slower than `r` keeps its rate. Only the flows at or above `r`
+//! Departures re-solve far less. When flows leave and the slowest of them had rate `r`,
+//! progressive filling below level `r` runs exactly as before (every link a departed flow
+//! crossed saturated at `r` or above), so every flow slower than `r` keeps its rate. Only the flows at or above `r`
 //! reachable from the departed flows' links through such flows are re-solved, on the capacity
 //! the slower flows leave. In a congested fabric the fastest flows finish first, so most
 //! departures touch a handful of flows.
