@@ -259,28 +259,71 @@ fn only_flows_a_change_can_affect_are_resolved() {
     assert_eq!(done.len(), 3);
 }
 
-/// Random flows on a small leaf-spine: (src gpu, dst gpu, bytes, start µs).
+/// Random flows: (src gpu, dst gpu, bytes, start µs); GPU numbers wrap around the fabric.
 fn flows() -> impl Strategy<Value = Vec<(u32, u32, u64, u64)>> {
     prop::collection::vec((0u32..16, 0u32..16, 1u64..(64 << 20), 0u64..200), 1..40)
+}
+
+/// Small instances of several presets: two-tier, three-tier oversubscribed, dual-ToR
+/// dual-plane, rail-optimized.
+fn small_fabric(i: usize) -> Topology {
+    match i {
+        0 => build("leaf-spine", &[("k", "4"), ("gpus_per_host", "2")]),
+        1 => build("fat-tree", &[("k", "4")]),
+        2 => build(
+            "meta-cluster",
+            &[
+                ("zones", "2"),
+                ("racks", "2"),
+                ("hosts_per_rack", "2"),
+                ("gpus_per_host", "2"),
+                ("atsw_oversubscription", "2"),
+            ],
+        ),
+        3 => build(
+            "hpn",
+            &[
+                ("segments", "2"),
+                ("hosts_per_segment", "2"),
+                ("gpus_per_host", "2"),
+                ("tor_uplinks", "2"),
+            ],
+        ),
+        _ => build(
+            "superpod",
+            &[
+                ("sus", "2"),
+                ("nodes_per_su", "4"),
+                ("gpus_per_host", "2"),
+                ("spine_radix", "8"),
+            ],
+        ),
+    }
 }
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: 128, failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
-    fn max_min_certificate_capacity_and_conservation(flows in flows(), policy in 0usize..4, seed in 0u64..1000) {
-        let topo = build("leaf-spine", &[("k", "4"), ("gpus_per_host", "2")]);
+    fn max_min_certificate_capacity_and_conservation(
+        flows in flows(),
+        fabric in 0usize..5,
+        policy in 0usize..4,
+        seed in 0u64..1000,
+    ) {
+        let topo = small_fabric(fabric);
         let policy = Policy::parse(Policy::NAMES[policy]).unwrap();
         let gpus = topo.gpus();
+        let n = gpus.len() as u32;
         let run_once = || {
             let mut net = Network::new(&topo, Router::new(&topo, policy, HashConfig { seed, polarized: false }), FlowEngine::new(&topo));
-            let mut order: Vec<_> = flows.iter().filter(|f| f.0 % 8 != f.1 % 8).collect();
+            let mut order: Vec<_> = flows.iter().filter(|f| f.0 % n != f.1 % n).collect();
             order.sort_by_key(|f| f.3);
             let mut done = Vec::new();
             let mut expected_link_bytes = 0.0;
             for &&(s, d, bytes, start) in &order {
                 net.advance(Nanos(start * 1_000), &mut done);
-                let key = FlowKey::connection(gpus[s as usize % 8], gpus[d as usize % 8], 0, seed);
+                let key = FlowKey::connection(gpus[(s % n) as usize], gpus[(d % n) as usize], 0, seed);
                 let f = net.submit(key, bytes, None).unwrap();
                 expected_link_bytes += bytes as f64 * net.route_of(f).iter().map(|&(_, w)| w).sum::<f64>();
                 certify(&topo, &mut net)?;
