@@ -49,6 +49,8 @@ pub struct FlowEngine {
     capacity: Vec<f64>,
     flows: Vec<Flow>,
     link_flows: Vec<Vec<u32>>,
+    /// Per link, the total weight of the active flows crossing it.
+    link_weight: Vec<f64>,
     dirty_flows: Vec<u32>,
     dirty_links: Vec<u32>,
     /// The smallest rate among flows that drained since the last solve. See `solve_dirty`.
@@ -89,6 +91,7 @@ impl FlowEngine {
             capacity: topo.links().iter().map(|l| l.capacity.0 as f64).collect(),
             flows: Vec::new(),
             link_flows: vec![Vec::new(); n],
+            link_weight: vec![0.0; n],
             dirty_flows: Vec::new(),
             dirty_links: Vec::new(),
             drain_floor: f64::INFINITY,
@@ -171,6 +174,11 @@ impl FlowEngine {
             }
             if let Some(pos) = self.link_flows[l].iter().position(|&x| x == f) {
                 self.link_flows[l].swap_remove(pos);
+                self.link_weight[l] = if self.link_flows[l].is_empty() {
+                    0.0
+                } else {
+                    self.link_weight[l] - w
+                };
             }
             self.dirty_links.push(l as u32);
         }
@@ -178,8 +186,9 @@ impl FlowEngine {
 
     fn attach(&mut self, f: u32) {
         for i in 0..self.flows[f as usize].links.len() {
-            let l = self.flows[f as usize].links[i].0 as usize;
-            self.link_flows[l].push(f);
+            let (l, w) = self.flows[f as usize].links[i];
+            self.link_flows[l as usize].push(f);
+            self.link_weight[l as usize] += w;
         }
         self.dirty_flows.push(f);
     }
@@ -193,19 +202,7 @@ impl FlowEngine {
         let flow = &self.flows[f as usize];
         flow.links
             .iter()
-            .map(|&(l, _)| {
-                let total: f64 = self.link_flows[l as usize]
-                    .iter()
-                    .map(|&g| {
-                        self.flows[g as usize]
-                            .links
-                            .iter()
-                            .find(|&&(m, _)| m == l)
-                            .map_or(0.0, |&(_, w)| w)
-                    })
-                    .sum();
-                self.capacity[l as usize] / total.max(1e-12)
-            })
+            .map(|&(l, _)| self.capacity[l as usize] / self.link_weight[l as usize].max(1e-12))
             .fold(flow.cap, f64::min)
     }
 
