@@ -182,55 +182,60 @@ impl Toward<'_> {
     /// The equal-cost next hops of `u`, in link-id order. Hosts never forward for others:
     /// a switch hands traffic only to switches or to the destination's NICs.
     fn next_hops(&self, u: NodeId) -> Vec<LinkId> {
+        let mut hops = Vec::new();
+        self.next_hops_into(u, &mut hops);
+        hops
+    }
+
+    /// [`Self::next_hops`] into a reused buffer (the routing hot path allocates nothing).
+    fn next_hops_into(&self, u: NodeId, hops: &mut Vec<LinkId>) {
+        hops.clear();
         let ui = self.switch_index[u.index()];
         if ui != u32::MAX {
-            return self.switch_next_hops(ui, u);
+            return self.switch_next_hops(ui, u, hops);
         }
-        let Some(c) = self.cost(u) else {
-            return Vec::new();
+        let Some(c) = self.cost(u).filter(|&c| c > 0) else {
+            return;
         };
-        if c == 0 {
-            return Vec::new();
-        }
         let from_switch = self.topo.kind(u).is_switch();
-        self.up_targets(u)
-            .filter(|&(_, v)| {
-                let allowed = match self.topo.kind(v) {
-                    NodeKind::Switch(_) => true,
-                    NodeKind::Nic => !from_switch || self.links_to_dst(v),
-                    NodeKind::Gpu => v == self.dst,
-                    NodeKind::NvSwitch => false,
-                };
-                allowed && self.cost(v) == Some(c - 1)
-            })
-            .map(|(l, _)| l)
-            .collect()
+        hops.extend(
+            self.up_targets(u)
+                .filter(|&(_, v)| {
+                    let allowed = match self.topo.kind(v) {
+                        NodeKind::Switch(_) => true,
+                        NodeKind::Nic => !from_switch || self.links_to_dst(v),
+                        NodeKind::Gpu => v == self.dst,
+                        NodeKind::NvSwitch => false,
+                    };
+                    allowed && self.cost(v) == Some(c - 1)
+                })
+                .map(|(l, _)| l),
+        );
     }
-}
 
-impl Toward<'_> {
-    /// `next_hops` for a switch, over the compact switch adjacency (the hot path of routing).
-    fn switch_next_hops(&self, ui: u32, u: NodeId) -> Vec<LinkId> {
+    /// `next_hops` for a switch, over the compact switch adjacency.
+    fn switch_next_hops(&self, ui: u32, u: NodeId, hops: &mut Vec<LinkId>) {
         let d = self.dist[ui as usize];
         if d == FAR {
-            return Vec::new();
+            return;
         }
         if d > 0 {
             let (a, b) = (
                 self.sw_offsets[ui as usize] as usize,
                 self.sw_offsets[ui as usize + 1] as usize,
             );
-            return self.sw_adj[a..b]
-                .iter()
-                // The adjacency holds `s -> u`; the hop is its reverse, `u -> s`.
-                .filter(|&&(s, s_to_u)| {
-                    self.dist[s as usize] == d - 1 && self.state.is_up(s_to_u.reverse())
-                })
-                .map(|&(_, s_to_u)| s_to_u.reverse())
-                .collect();
+            hops.extend(
+                self.sw_adj[a..b]
+                    .iter()
+                    // The adjacency holds `s -> u`; the hop is its reverse, `u -> s`.
+                    .filter(|&&(s, s_to_u)| {
+                        self.dist[s as usize] == d - 1 && self.state.is_up(s_to_u.reverse())
+                    })
+                    .map(|&(_, s_to_u)| s_to_u.reverse()),
+            );
+            return;
         }
         // Next to the destination: down to its NICs that can deliver to it.
-        let mut hops: Vec<LinkId> = Vec::new();
         for nic in self.topo.nics_of_gpu(self.dst) {
             if !self.links_to_dst(nic) {
                 continue;
@@ -243,7 +248,6 @@ impl Toward<'_> {
             }
         }
         hops.sort_unstable();
-        hops
     }
 }
 
@@ -429,9 +433,10 @@ impl<'t> PathFinder<'t> {
         let dist = self.distances(state, dst);
         let t = self.toward(state, src, dst, dist);
         let mut links = Vec::new();
+        let mut hops = Vec::new();
         let mut u = src;
         loop {
-            let hops = t.next_hops(u);
+            t.next_hops_into(u, &mut hops);
             if hops.is_empty() {
                 break;
             }
