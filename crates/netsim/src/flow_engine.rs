@@ -347,16 +347,16 @@ impl FlowEngine {
             self.fixed[l] = self.fixed[l].max(0.0);
             self.residual[l] = (self.capacity[l] - self.fixed[l]).max(0.0);
         }
-        let demands: Vec<Demand<'_>> = self
-            .comp_flows
-            .iter()
-            .map(|&f| Demand {
-                links: &self.flows[f as usize].links,
-                cap: self.flows[f as usize].cap,
-            })
-            .collect();
-        self.solver.solve(&self.residual, &demands, &mut self.rates);
-        drop(demands);
+        let (flows, comp) = (&self.flows, &self.comp_flows);
+        self.solver.solve_with(
+            &self.residual,
+            comp.len(),
+            |i| Demand {
+                links: &flows[comp[i] as usize].links,
+                cap: flows[comp[i] as usize].cap,
+            },
+            &mut self.rates,
+        );
         for i in 0..self.comp_links.len() {
             let l = self.comp_links[i] as usize;
             self.account(l);

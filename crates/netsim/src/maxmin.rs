@@ -14,6 +14,7 @@ use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
 /// One flow of a problem: its links with weights, and an optional cap (bytes/s).
+#[derive(Clone, Copy)]
 pub struct Demand<'a> {
     pub links: &'a [(u32, f64)],
     pub cap: f64,
@@ -59,6 +60,17 @@ impl Solver {
     /// Max-min fair rates for `demands` over links of `capacity` (indexed by the link numbers
     /// the demands use). Writes one rate per demand into `rates`.
     pub fn solve(&mut self, capacity: &[f64], demands: &[Demand<'_>], rates: &mut Vec<f64>) {
+        self.solve_with(capacity, demands.len(), |f| demands[f], rates);
+    }
+
+    /// [`Self::solve`] for `n` demands given by `demand(i)`, so a caller need not collect them.
+    pub fn solve_with<'a>(
+        &mut self,
+        capacity: &[f64],
+        n: usize,
+        demand: impl Fn(usize) -> Demand<'a>,
+        rates: &mut Vec<f64>,
+    ) {
         let n_links = capacity.len();
         if self.weight.len() < n_links {
             self.frozen_load.resize(n_links, 0.0);
@@ -67,8 +79,9 @@ impl Solver {
             self.link_flows.resize_with(n_links, Vec::new);
         }
         rates.clear();
-        rates.resize(demands.len(), f64::NAN);
-        for (f, d) in demands.iter().enumerate() {
+        rates.resize(n, f64::NAN);
+        for f in 0..n {
+            let d = demand(f);
             for &(l, w) in d.links {
                 let li = l as usize;
                 if self.link_flows[li].is_empty() {
@@ -94,7 +107,13 @@ impl Solver {
                 let f = ev.tag as usize;
                 if rates[f].is_nan() {
                     level = level.max(ev.level);
-                    self.freeze(f, ev.level.min(level).max(0.0), demands, rates, capacity);
+                    self.freeze(
+                        f,
+                        ev.level.min(level).max(0.0),
+                        demand(f).links,
+                        rates,
+                        capacity,
+                    );
                 }
                 continue;
             }
@@ -106,7 +125,7 @@ impl Solver {
             let flows = std::mem::take(&mut self.link_flows[l]);
             for &f in &flows {
                 if rates[f as usize].is_nan() {
-                    self.freeze(f as usize, level, demands, rates, capacity);
+                    self.freeze(f as usize, level, demand(f as usize).links, rates, capacity);
                 }
             }
             self.link_flows[l] = flows;
@@ -130,12 +149,12 @@ impl Solver {
         &mut self,
         f: usize,
         rate: f64,
-        demands: &[Demand<'_>],
+        links: &[(u32, f64)],
         rates: &mut [f64],
         capacity: &[f64],
     ) {
         rates[f] = rate;
-        for &(l, w) in demands[f].links {
+        for &(l, w) in links {
             let li = l as usize;
             self.frozen_load[li] += w * rate;
             self.weight[li] -= w;

@@ -117,7 +117,11 @@ pub struct PathFinder<'t> {
     sw_offsets: Vec<u32>,
     sw_adj: Vec<(u32, LinkId)>,
     gpu_ordinal: Vec<u32>,
+    /// Distances per set of attachment switches (shared by the GPUs of a rack), and per
+    /// destination GPU node, so that the routing hot path is one array index. Both are dropped
+    /// when the link state changes.
     dist_cache: HashMap<Vec<u32>, Rc<Vec<u16>>>,
+    dist_by_dst: Vec<Option<Rc<Vec<u16>>>>,
     cache_version: u64,
 }
 
@@ -283,6 +287,7 @@ impl<'t> PathFinder<'t> {
             sw_adj,
             gpu_ordinal,
             dist_cache: HashMap::new(),
+            dist_by_dst: vec![None; topo.node_count()],
             cache_version: 0,
         }
     }
@@ -315,7 +320,11 @@ impl<'t> PathFinder<'t> {
     fn distances(&mut self, state: &LinkState, dst: NodeId) -> Rc<Vec<u16>> {
         if state.version() != self.cache_version {
             self.dist_cache.clear();
+            self.dist_by_dst.iter_mut().for_each(|d| *d = None);
             self.cache_version = state.version();
+        }
+        if let Some(d) = &self.dist_by_dst[dst.index()] {
+            return Rc::clone(d);
         }
         let topo = self.topo;
         let mut sources: Vec<u32> = Vec::new();
@@ -335,7 +344,9 @@ impl<'t> PathFinder<'t> {
         sources.sort_unstable();
         sources.dedup();
         if let Some(d) = self.dist_cache.get(&sources) {
-            return Rc::clone(d);
+            let d = Rc::clone(d);
+            self.dist_by_dst[dst.index()] = Some(Rc::clone(&d));
+            return d;
         }
         let mut dist = vec![FAR; self.switch_count];
         let mut frontier: Vec<u32> = sources.clone();
@@ -363,6 +374,7 @@ impl<'t> PathFinder<'t> {
         }
         let dist = Rc::new(dist);
         self.dist_cache.insert(sources, Rc::clone(&dist));
+        self.dist_by_dst[dst.index()] = Some(Rc::clone(&dist));
         dist
     }
 

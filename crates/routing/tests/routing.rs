@@ -20,6 +20,15 @@ fn id(topo: &Topology, name: &str) -> NodeId {
         .unwrap_or_else(|| panic!("no node {name}"))
 }
 
+/// A switch's links to other switches, in link-id order.
+fn uplinks(topo: &Topology, switch: NodeId) -> Vec<LinkId> {
+    topo.out_links(switch)
+        .iter()
+        .copied()
+        .filter(|&l| topo.kind(topo.link(l).dst).is_switch())
+        .collect()
+}
+
 fn path(route: &Route) -> Vec<LinkId> {
     match route {
         Route::Path { links, .. } => links.clone(),
@@ -127,12 +136,7 @@ fn rack_uplink_loads(topo: &Topology, state: &LinkState, policy: Policy, qps: u3
         },
     );
     let rtsw = id(topo, "zone0/rack0/rtsw");
-    let uplinks: Vec<LinkId> = topo
-        .out_links(rtsw)
-        .iter()
-        .copied()
-        .filter(|&l| topo.kind(topo.link(l).dst).is_switch())
-        .collect();
+    let uplinks = uplinks(topo, rtsw);
     let mut load = vec![0u32; uplinks.len()];
     for h in 0..2 {
         for g in 0..8 {
@@ -242,12 +246,7 @@ fn down_links_are_avoided_and_partitions_reported() {
     let mut state = LinkState::new(&topo);
     let (src, dst) = (id(&topo, "host0/gpu0"), id(&topo, "host7/gpu3"));
     let rtsw = id(&topo, "zone0/rack0/rtsw");
-    let uplinks: Vec<LinkId> = topo
-        .out_links(rtsw)
-        .iter()
-        .copied()
-        .filter(|&l| topo.kind(topo.link(l).dst).is_switch())
-        .collect();
+    let uplinks = uplinks(&topo, rtsw);
     state.set_cable(uplinks[3], LinkCondition::Down);
     let mut router = Router::new(&topo, Policy::Ecmp, HashConfig::default());
     let (paths, total) = router.equal_cost_paths(&state, src, dst, 64).unwrap();
