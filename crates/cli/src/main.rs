@@ -4,6 +4,7 @@
 //! Exit codes: 0 success, 2 bad usage or bad input (the message names the place), 1 anything
 //! else (an output file that could not be written).
 
+mod bench;
 mod failure;
 mod flows;
 mod output;
@@ -35,6 +36,8 @@ enum Command {
     Route(route::RouteCommand),
     /// Simulate a list of flows (CSV) and report completion times.
     Flows(flows::FlowsArgs),
+    /// Benchmark a collective over a size sweep, as nccl-tests does.
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -50,6 +53,7 @@ fn main() -> ExitCode {
         Command::Topo(cmd) => topo::run(cmd),
         Command::Route(cmd) => route::run(cmd),
         Command::Flows(args) => flows::run(args),
+        Command::Bench(args) => bench::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

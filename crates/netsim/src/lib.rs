@@ -25,4 +25,4 @@ pub mod network;
 pub use analytical::AnalyticalEngine;
 pub use engine::{Completion, Engine, FlowId, FlowSpec, LinkStats};
 pub use flow_engine::FlowEngine;
-pub use network::{Network, NetworkError};
+pub use network::{Leg, Network, NetworkError, Strand};

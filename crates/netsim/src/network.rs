@@ -3,11 +3,38 @@
 //! policy and the link state of that instant, and leaves a flow with no path left *stalled* on
 //! the dead link (rate 0), with a diagnosis, until a repair gives it a path again. Flows that
 //! did not cross the failed link keep their paths.
+//!
+//! Besides single flows, the network carries *bundles*: one engine variable spread over several
+//! strands (the edges of a pipelined ring channel, the QPs of a connection), each strand a
+//! series of legs (routed flow keys, or fixed links such as a GPU's NVLink port into its
+//! NVSwitch) carrying a fixed share of the bundle's rate. A bundle completes when its last byte
+//! leaves its sources: its latency is returned to the caller, who adds it (a collective adds
+//! per-step latencies of its own).
 
-use fabricsim_routing::{FlowKey, LinkCondition, LinkState, Route, RouteError, Router};
-use fabricsim_topology::{Bandwidth, LinkId, Topology};
+use fabricsim_routing::{FlowKey, LinkCondition, LinkState, RouteError, Router};
+use fabricsim_topology::{Bandwidth, LinkId, Nanos, Topology};
 
 use crate::engine::{Completion, Engine, FlowId, FlowSpec};
+
+/// A part of a strand: the route of a flow key under the policy, or one fixed link.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Leg {
+    Routed(FlowKey),
+    Link(LinkId),
+}
+
+/// Legs in series, carrying `weight` times the bundle's rate on each of their links.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Strand {
+    pub legs: Vec<Leg>,
+    pub weight: f64,
+}
+
+/// What a flow was submitted as, so that it can be routed again after a link change.
+enum Recipe {
+    Key(FlowKey),
+    Bundle(Box<[Strand]>),
+}
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum NetworkError {
@@ -20,7 +47,7 @@ pub struct Network<'t, E: Engine> {
     state: LinkState,
     router: Router<'t>,
     engine: E,
-    keys: Vec<FlowKey>,
+    recipes: Vec<Recipe>,
     routes: Vec<Vec<(LinkId, f64)>>,
     done: Vec<bool>,
     stalled: Vec<(FlowId, RouteError)>,
@@ -33,7 +60,7 @@ impl<'t, E: Engine> Network<'t, E> {
             state: LinkState::new(topo),
             router,
             engine,
-            keys: Vec::new(),
+            recipes: Vec::new(),
             routes: Vec::new(),
             done: Vec::new(),
             stalled: Vec::new(),
@@ -42,6 +69,10 @@ impl<'t, E: Engine> Network<'t, E> {
 
     pub fn engine(&mut self) -> &mut E {
         &mut self.engine
+    }
+
+    pub fn topology(&self) -> &'t Topology {
+        self.topo
     }
 
     pub fn link_state(&self) -> &LinkState {
@@ -63,10 +94,71 @@ impl<'t, E: Engine> Network<'t, E> {
             cap,
             latency: route.latency(),
         });
-        self.keys.push(key);
+        self.recipes.push(Recipe::Key(key));
         self.routes.push(links);
         self.done.push(false);
         Ok(id)
+    }
+
+    /// Submits a bundle of `bytes` (see the module docs); returns its id and its latency (the
+    /// slowest strand's), which the engine does not add.
+    pub fn submit_bundle(
+        &mut self,
+        strands: Vec<Strand>,
+        bytes: u64,
+        cap: Option<Bandwidth>,
+    ) -> Result<(FlowId, Nanos), NetworkError> {
+        let (links, latency) = self.resolve_bundle(&strands)?;
+        let id = self.engine.submit(FlowSpec {
+            links: links.clone(),
+            bytes,
+            cap,
+            latency: Nanos(0),
+        });
+        self.recipes.push(Recipe::Bundle(strands.into_boxed_slice()));
+        self.routes.push(links);
+        self.done.push(false);
+        Ok((id, latency))
+    }
+
+    /// The merged incidence of a bundle's strands (links in id order) and its latency.
+    fn resolve_bundle(
+        &mut self,
+        strands: &[Strand],
+    ) -> Result<(Vec<(LinkId, f64)>, Nanos), RouteError> {
+        let mut links = Vec::new();
+        let mut latency = Nanos(0);
+        for strand in strands {
+            let mut strand_latency = 0;
+            for leg in &strand.legs {
+                match leg {
+                    Leg::Routed(key) => {
+                        let route = self.router.route(&self.state, key)?;
+                        strand_latency += route.latency().0;
+                        links.extend(
+                            route
+                                .incidence()
+                                .into_iter()
+                                .map(|(l, w)| (l, w * strand.weight)),
+                        );
+                    }
+                    Leg::Link(l) => {
+                        strand_latency += self.topo.link(*l).latency.0;
+                        links.push((*l, strand.weight));
+                    }
+                }
+            }
+            latency = latency.max(Nanos(strand_latency));
+        }
+        links.sort_unstable_by_key(|&(l, _)| l);
+        let mut merged: Vec<(LinkId, f64)> = Vec::with_capacity(links.len());
+        for (l, w) in links {
+            match merged.last_mut() {
+                Some(last) if last.0 == l => last.1 += w,
+                _ => merged.push((l, w)),
+            }
+        }
+        Ok((merged, latency))
     }
 
     /// The route flow `f` is on now.
@@ -88,17 +180,27 @@ impl<'t, E: Engine> Network<'t, E> {
                 continue;
             }
             let flow = FlowId(f as u32);
-            match self.router.route(&self.state, &self.keys[f]) {
-                Ok(route) => self.move_flow(flow, route),
+            let rerouted = match &self.recipes[f] {
+                Recipe::Key(key) => {
+                    let key = *key;
+                    self.router
+                        .route(&self.state, &key)
+                        .map(|route| (route.incidence(), route.latency()))
+                }
+                Recipe::Bundle(strands) => {
+                    let strands = strands.clone();
+                    self.resolve_bundle(&strands)
+                        .map(|(links, _)| (links, Nanos(0)))
+                }
+            };
+            match rerouted {
+                Ok((links, latency)) => {
+                    self.engine.reroute(flow, links.clone(), latency);
+                    self.routes[f] = links;
+                }
                 Err(e) => self.stalled.push((flow, e)),
             }
         }
-    }
-
-    fn move_flow(&mut self, flow: FlowId, route: Route) {
-        let links = route.incidence();
-        self.engine.reroute(flow, links.clone(), route.latency());
-        self.routes[flow.0 as usize] = links;
     }
 
     /// Flows left with no path by the last link change, and why.
@@ -107,7 +209,7 @@ impl<'t, E: Engine> Network<'t, E> {
     }
 
     /// Advances to `to`, recording completions.
-    pub fn advance(&mut self, to: fabricsim_topology::Nanos, finished: &mut Vec<Completion>) {
+    pub fn advance(&mut self, to: Nanos, finished: &mut Vec<Completion>) {
         let start = finished.len();
         self.engine.advance(to, finished);
         for c in &finished[start..] {

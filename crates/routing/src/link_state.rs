@@ -78,3 +78,42 @@ impl LinkState {
             .map(|(i, _)| LinkId(i as u32))
     }
 }
+
+/// Why a `--down` name does not name something that can go down.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DownError {
+    #[error("`{0}` names no node; expected a switch or NIC name, or a cable as `A--B`")]
+    Unknown(String),
+    #[error("`{0}` is a GPU; take down a NIC, a switch or a cable")]
+    Gpu(String),
+    #[error("no cable joins `{0}` and `{1}`")]
+    NoCable(String, String),
+}
+
+/// The cables (one directed link of each) that `name` takes down: every cable of a switch or
+/// NIC (a drain or a failure), or one cable `A--B` (the first, if several join A and B).
+pub fn cables_named(topo: &Topology, name: &str) -> Result<Vec<LinkId>, DownError> {
+    let node = |n: &str| {
+        topo.node_by_name(n)
+            .ok_or_else(|| DownError::Unknown(n.to_string()))
+    };
+    if let Some((a, b)) = name.split_once("--") {
+        let (a, b) = (node(a)?, node(b)?);
+        return topo
+            .out_links(a)
+            .iter()
+            .copied()
+            .find(|&l| topo.link(l).dst == b)
+            .map(|l| vec![l])
+            .ok_or_else(|| DownError::NoCable(a_name(topo, a), a_name(topo, b)));
+    }
+    let n = node(name)?;
+    if topo.kind(n) == fabricsim_topology::NodeKind::Gpu {
+        return Err(DownError::Gpu(name.to_string()));
+    }
+    Ok(topo.out_links(n).to_vec())
+}
+
+fn a_name(topo: &Topology, n: fabricsim_topology::NodeId) -> String {
+    topo.node_name(n).to_string()
+}

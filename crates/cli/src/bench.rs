@@ -1,0 +1,400 @@
+//! `fabricsim bench`: an nccl-tests-style size sweep of one collective on placed ranks.
+
+use std::path::PathBuf;
+
+use anyhow::anyhow;
+use clap::Args;
+use fabricsim_collectives::bench::{run_size, sweep_sizes, Bench, Row};
+use fabricsim_collectives::placement::{place, Placement};
+use fabricsim_collectives::{
+    Algorithm, Collective, Fidelity, Protocol, QpMode, Ranks, Transport, DEFAULT_CHUNK,
+};
+use fabricsim_routing::{cables_named, Policy};
+use fabricsim_topology::{Bytes, Topology};
+
+use crate::failure::{input, other, CmdResult, Failure};
+use crate::output::write_output;
+use crate::route::RoutingArgs;
+use crate::topo::FabricArgs;
+
+#[derive(Args)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    fabric: FabricArgs,
+    #[command(flatten)]
+    routing: RoutingArgs,
+    /// Ranks (GPUs) in the collective.
+    #[arg(long, default_value_t = 16)]
+    gpus: usize,
+    /// all-reduce, all-gather, reduce-scatter, broadcast, reduce, all-to-all, all-to-allv,
+    /// sendrecv, gather, scatter or barrier.
+    #[arg(long, default_value = "all-reduce")]
+    collective: String,
+    /// ring, tree, direct, pxn, halving-doubling, recursive-doubling, hierarchical or nvls;
+    /// chosen by NCCL's cost model when absent.
+    #[arg(long)]
+    algo: Option<String>,
+    /// LL, LL128 or Simple; chosen by NCCL's cost model when absent.
+    #[arg(long)]
+    proto: Option<String>,
+    /// Channels (rings, trees) the collective is split over.
+    #[arg(long, default_value_t = 16)]
+    channels: u32,
+    /// QPs per connection (Meta runs 16 for LLM jobs under eecmp).
+    #[arg(long, default_value_t = 1)]
+    qps: u32,
+    /// How a connection's messages use its QPs: split or round-robin.
+    #[arg(long, default_value = "split")]
+    qp_mode: String,
+    /// Chunk of pipelined trees, chains and NVLS, e.g. 512KiB.
+    #[arg(long)]
+    chunk: Option<String>,
+    /// step (every algorithm step a flow) or pipelined (one variable per channel).
+    #[arg(long, default_value = "pipelined")]
+    fidelity: String,
+    /// Smallest size (`1M` = 1 MiB, as nccl-tests; or `16MiB`, `1GB`).
+    #[arg(short = 'b', long = "minbytes", default_value = "1M")]
+    min_bytes: String,
+    /// Largest size.
+    #[arg(short = 'e', long = "maxbytes", default_value = "1G")]
+    max_bytes: String,
+    /// Size multiplication factor between steps.
+    #[arg(short = 'f', long = "stepfactor", default_value_t = 4)]
+    step_factor: u64,
+    /// contiguous, random or fragmented (random choices follow --seed).
+    #[arg(long, default_value = "contiguous")]
+    placement: String,
+    /// Take a switch, a NIC or a cable (`A--B`) down for the run; repeatable.
+    #[arg(long = "down", value_name = "NAME")]
+    down: Vec<String>,
+    /// Run the sweep under each of these routing policies and print them side by side.
+    #[arg(long, value_name = "POLICIES", value_delimiter = ',')]
+    compare_routing: Vec<String>,
+    /// Print JSON.
+    #[arg(long, conflicts_with = "csv")]
+    json: bool,
+    /// Print CSV.
+    #[arg(long)]
+    csv: bool,
+    /// Write the output to this file instead of stdout (whole or not at all).
+    #[arg(short, long)]
+    output: Option<PathBuf>,
+}
+
+fn bad(flag: &str, value: &str, expected: &str) -> Failure {
+    input(anyhow!("--{flag}: `{value}` is not {expected}"))
+}
+
+/// nccl-tests sizes: a number with an optional binary suffix K, M, G or T; or any size unit.
+fn parse_size(flag: &str, s: &str) -> Result<u64, Failure> {
+    let t = s.trim();
+    let (num, shift) = match t.chars().last() {
+        Some('K' | 'k') => (&t[..t.len() - 1], 10),
+        Some('M' | 'm') => (&t[..t.len() - 1], 20),
+        Some('G' | 'g') => (&t[..t.len() - 1], 30),
+        Some('T' | 't') => (&t[..t.len() - 1], 40),
+        _ => (t, 0),
+    };
+    if let Ok(v) = num.parse::<u64>() {
+        return v
+            .checked_mul(1 << shift)
+            .ok_or_else(|| bad(flag, s, "a size that fits in 64 bits"));
+    }
+    s.parse::<Bytes>()
+        .map(|b| b.0)
+        .map_err(|e| input(anyhow!("--{flag}: {e}")))
+}
+
+fn names<T: Copy>(all: &[T], name: fn(T) -> &'static str) -> String {
+    all.iter().map(|&x| name(x)).collect::<Vec<_>>().join(", ")
+}
+
+struct Setup {
+    topo: Topology,
+    ranks: Ranks,
+    bench: Bench,
+    sizes: Vec<u64>,
+    placement: Placement,
+    policies: Vec<Policy>,
+}
+
+fn setup(args: &BenchArgs) -> Result<Setup, Failure> {
+    let topo = args.fabric.load()?;
+    let op = Collective::parse(&args.collective).ok_or_else(|| {
+        bad(
+            "collective",
+            &args.collective,
+            &format!("one of {}", names(&Collective::ALL, Collective::name)),
+        )
+    })?;
+    let algorithm = match &args.algo {
+        None => None,
+        Some(a) => Some(Algorithm::parse(a).ok_or_else(|| {
+            bad(
+                "algo",
+                a,
+                &format!("one of {}", names(&Algorithm::ALL, Algorithm::name)),
+            )
+        })?),
+    };
+    if let Some(a) = algorithm {
+        if !a.supports(op) {
+            return Err(input(anyhow!(
+                "--algo: `{}` does not implement {}",
+                a.name(),
+                op.name()
+            )));
+        }
+    }
+    let protocol = match &args.proto {
+        None => None,
+        Some(p) => Some(
+            Protocol::parse(p).ok_or_else(|| bad("proto", p, "one of LL, LL128, Simple"))?,
+        ),
+    };
+    let fidelity = Fidelity::parse(&args.fidelity)
+        .ok_or_else(|| bad("fidelity", &args.fidelity, "step or pipelined"))?;
+    let qp_mode = QpMode::parse(&args.qp_mode)
+        .ok_or_else(|| bad("qp-mode", &args.qp_mode, "split or round-robin"))?;
+    if args.channels == 0 || args.channels > 64 {
+        return Err(bad("channels", &args.channels.to_string(), "1 to 64 (NCCL's limit)"));
+    }
+    if args.qps == 0 {
+        return Err(bad("qps", "0", "at least 1"));
+    }
+    let chunk = match &args.chunk {
+        None => DEFAULT_CHUNK,
+        Some(c) => match parse_size("chunk", c)? {
+            0 => return Err(bad("chunk", c, "a positive size")),
+            v => v,
+        },
+    };
+    let (b, e) = (
+        parse_size("minbytes", &args.min_bytes)?,
+        parse_size("maxbytes", &args.max_bytes)?,
+    );
+    if b > e {
+        return Err(input(anyhow!(
+            "--minbytes ({b}) is larger than --maxbytes ({e})"
+        )));
+    }
+    if args.step_factor == 0 {
+        return Err(bad("stepfactor", "0", "at least 1"));
+    }
+    let placement = Placement::parse(&args.placement, args.routing.seed).ok_or_else(|| {
+        bad(
+            "placement",
+            &args.placement,
+            &format!("one of {}", Placement::NAMES.join(", ")),
+        )
+    })?;
+    let gpus = place(&topo, args.gpus, placement).map_err(|e| input(anyhow!("--gpus: {e}")))?;
+    let ranks = Ranks::new(&topo, gpus).map_err(|e| input(anyhow!("{e}")))?;
+    let mut down = Vec::new();
+    for name in &args.down {
+        down.extend(cables_named(&topo, name).map_err(|e| input(anyhow!("--down: {e}")))?);
+    }
+    let policies = if args.compare_routing.is_empty() {
+        vec![args.routing.policy()?]
+    } else {
+        args.compare_routing
+            .iter()
+            .map(|p| {
+                Policy::parse(p).ok_or_else(|| {
+                    bad(
+                        "compare-routing",
+                        p,
+                        &format!("a list of {}", Policy::NAMES.join(", ")),
+                    )
+                })
+            })
+            .collect::<Result<_, _>>()?
+    };
+    let bench = Bench {
+        op,
+        algorithm,
+        protocol,
+        channels: args.channels,
+        chunk,
+        fidelity,
+        transport: Transport {
+            protocol: protocol.unwrap_or(Protocol::Simple),
+            qps: args.qps,
+            qp_mode,
+            seed: args.routing.seed,
+        },
+        policy: policies[0],
+        hash: args.routing.hash(),
+        down,
+    };
+    Ok(Setup {
+        topo,
+        ranks,
+        bench,
+        sizes: sweep_sizes(b, e, args.step_factor),
+        placement,
+        policies,
+    })
+}
+
+pub fn run(args: BenchArgs) -> CmdResult {
+    let s = setup(&args)?;
+    let mut results: Vec<(Policy, Vec<Row>)> = Vec::new();
+    for &policy in &s.policies {
+        let bench = Bench {
+            policy,
+            ..s.bench.clone()
+        };
+        let mut rows = Vec::new();
+        for &size in &s.sizes {
+            rows.push(run_size(&s.topo, &s.ranks, &bench, size).map_err(|e| input(anyhow!("{e}")))?);
+        }
+        results.push((policy, rows));
+    }
+    let text = if args.json {
+        json(&args, &s, &results).map_err(other)?
+    } else if args.csv {
+        csv(&results)
+    } else if results.len() > 1 {
+        header(&args, &s) + &side_by_side(&results)
+    } else {
+        header(&args, &s) + &table(&results[0].1)
+    };
+    write_output(args.output.as_deref(), |w| w.write_all(text.as_bytes())).map_err(other)
+}
+
+fn header(args: &BenchArgs, s: &Setup) -> String {
+    let routing = if s.policies.len() > 1 {
+        "compared".to_string()
+    } else {
+        s.policies[0].name().to_string()
+    };
+    let mut h = format!(
+        "# fabricsim bench: {} on {} GPUs ({} hosts, {} placement) of {}\n# routing {routing}, {} QP(s) per connection ({}), {} channels, {} fidelity, flow engine\n",
+        s.bench.op.name(),
+        s.ranks.len(),
+        s.ranks.hosts().len(),
+        s.placement.name(),
+        s.topo.name(),
+        s.bench.transport.qps,
+        s.bench.transport.qp_mode.name(),
+        s.bench.channels,
+        s.bench.fidelity.name(),
+    );
+    for d in &args.down {
+        h += &format!("# down: {d}\n");
+    }
+    h + "#\n"
+}
+
+fn table(rows: &[Row]) -> String {
+    let mut out = format!(
+        "#{:>12} {:>12} {:>6} {:>5} {:>4}  {:<24} {:>11} {:>8} {:>8}  {:<12} {:>8} {:>9}\n",
+        "size", "count", "type", "redop", "root", "algorithm/protocol", "time", "algbw", "busbw",
+        "busiest tier", "max util", "mean util"
+    );
+    out += &format!(
+        "#{:>12} {:>12} {:>6} {:>5} {:>4}  {:<24} {:>11} {:>8} {:>8}\n",
+        "(B)", "(elements)", "", "", "", "", "(us)", "(GB/s)", "(GB/s)"
+    );
+    for r in rows {
+        let algo = format!(
+            "{}/{}{}",
+            r.algorithm,
+            r.protocol,
+            if r.tuned { " (tuner)" } else { "" }
+        );
+        out += &format!(
+            " {:>12} {:>12} {:>6} {:>5} {:>4}  {:<24} {:>11.1} {:>8.2} {:>8.2}  {:<12} {:>8.3} {:>9.3}\n",
+            r.size,
+            r.count,
+            r.dtype,
+            r.redop.unwrap_or("none"),
+            r.root.map_or("-1".to_string(), |x| x.to_string()),
+            algo,
+            r.time_us,
+            r.algbw_gbps,
+            r.busbw_gbps,
+            r.busiest_tier,
+            r.max_link_utilization,
+            r.mean_link_utilization
+        );
+    }
+    let avg = rows.iter().map(|r| r.busbw_gbps).sum::<f64>() / rows.len().max(1) as f64;
+    out + &format!("# Avg bus bandwidth    : {avg:.3} GB/s\n")
+}
+
+fn side_by_side(results: &[(Policy, Vec<Row>)]) -> String {
+    let mut out = format!("#{:>12}", "size");
+    for (p, _) in results {
+        out += &format!("  {:>11} {:>8} {:>8}", format!("{} time", p.name()), "busbw", "max util");
+    }
+    out += &format!("\n#{:>12}", "(B)");
+    for _ in results {
+        out += &format!("  {:>11} {:>8} {:>8}", "(us)", "(GB/s)", "");
+    }
+    out += "\n";
+    for i in 0..results[0].1.len() {
+        out += &format!(" {:>12}", results[0].1[i].size);
+        for (_, rows) in results {
+            let r = &rows[i];
+            out += &format!(
+                "  {:>11.1} {:>8.2} {:>8.3}",
+                r.time_us, r.busbw_gbps, r.max_link_utilization
+            );
+        }
+        out += "\n";
+    }
+    out
+}
+
+fn csv(results: &[(Policy, Vec<Row>)]) -> String {
+    let mut out = String::from(
+        "routing,size,count,type,redop,root,algorithm,protocol,tuned,time_us,algbw_gbps,busbw_gbps,busiest_tier,max_link_utilization,mean_link_utilization,flows\n",
+    );
+    for (p, rows) in results {
+        for r in rows {
+            out += &format!(
+                "{},{},{},{},{},{},{},{},{},{:.3},{:.4},{:.4},{},{:.4},{:.4},{}\n",
+                p.name(),
+                r.size,
+                r.count,
+                r.dtype,
+                r.redop.unwrap_or(""),
+                r.root.map_or(String::new(), |x| x.to_string()),
+                r.algorithm,
+                r.protocol,
+                r.tuned,
+                r.time_us,
+                r.algbw_gbps,
+                r.busbw_gbps,
+                r.busiest_tier,
+                r.max_link_utilization,
+                r.mean_link_utilization,
+                r.flows
+            );
+        }
+    }
+    out
+}
+
+fn json(args: &BenchArgs, s: &Setup, results: &[(Policy, Vec<Row>)]) -> serde_json::Result<String> {
+    let runs: Vec<_> = results
+        .iter()
+        .map(|(p, rows)| serde_json::json!({ "routing": p.name(), "results": rows }))
+        .collect();
+    let v = serde_json::json!({
+        "fabric": s.topo.name(),
+        "collective": s.bench.op.name(),
+        "gpus": s.ranks.len(),
+        "hosts": s.ranks.hosts().len(),
+        "placement": s.placement.name(),
+        "channels": s.bench.channels,
+        "qps": s.bench.transport.qps,
+        "qp_mode": s.bench.transport.qp_mode.name(),
+        "fidelity": s.bench.fidelity.name(),
+        "down": args.down,
+        "runs": runs,
+    });
+    Ok(serde_json::to_string_pretty(&v)? + "\n")
+}

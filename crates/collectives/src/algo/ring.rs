@@ -1,0 +1,209 @@
+//! Rings, multi-channel and rail-aligned: in channel `c` each host's ranks are chained over
+//! NVLink starting at its `c mod k`-th rank (the *entry*), and the ring leaves the host through
+//! the entry's NIC: the last local rank hands its bytes over NVLink to the entry GPU, which sends
+//! them to the next host's entry (REFERENCE.md §4: each channel enters and leaves a host through
+//! the same NIC; the NVLink leg stands for the PXN / PCIe hop to that NIC). Different channels
+//! start at different GPUs, so all NICs carry traffic.
+//!
+//! All-reduce is reduce-scatter then all-gather: 2(n−1) steps, each moving one of n pieces of
+//! the channel's bytes; all-gather and reduce-scatter are n−1 steps. Broadcast and reduce use the
+//! ring as a chain from (to) the root, pipelined in chunks.
+
+use super::Request;
+use crate::layout::Ranks;
+use crate::op::Collective;
+use crate::schedule::{chunk_count, split, Group, Path, Schedule, Transfer, NONE};
+
+/// A ring of some ranks in one channel: positions, and the path of the edge leaving each.
+pub(super) struct Ring {
+    pub order: Vec<u32>,
+    pub paths: Vec<Path>,
+    pub channel: u32,
+}
+
+impl Ring {
+    /// The rail-aligned ring of `members` in `channel` (see the module docs).
+    pub fn new(ranks: &Ranks, members: &[u32], channel: u32) -> Ring {
+        // Members grouped by host, hosts in order of first appearance.
+        let mut hosts: Vec<(u32, Vec<u32>)> = Vec::new();
+        for &r in members {
+            let h = ranks.host(r);
+            match hosts.iter_mut().find(|(x, _)| *x == h) {
+                Some((_, v)) => v.push(r),
+                None => hosts.push((h, vec![r])),
+            }
+        }
+        let mut order = Vec::with_capacity(members.len());
+        let mut paths = Vec::with_capacity(members.len());
+        let multi_host = hosts.len() > 1;
+        for (_, local) in &hosts {
+            let k = local.len();
+            let start = channel as usize % k;
+            let entry = local[start];
+            for t in 0..k {
+                order.push(local[(start + t) % k]);
+                let last = t + 1 == k;
+                let from = local[(start + t) % k];
+                paths.push(if last && multi_host && from != entry {
+                    Path::Via(entry)
+                } else {
+                    Path::Direct
+                });
+            }
+        }
+        Ring {
+            order,
+            paths,
+            channel,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.order.len()
+    }
+
+    fn edge(&self, i: usize, bytes: u64, group: u32, step_start: bool, prev: u32) -> Transfer {
+        let n = self.len();
+        Transfer {
+            src: self.order[i],
+            dst: self.order[(i + 1) % n],
+            bytes,
+            channel: self.channel,
+            path: self.paths[i],
+            group,
+            step_start,
+            prev,
+        }
+    }
+
+    /// `steps` ring steps over `pieces` (one per position): at step `k` position `i` sends
+    /// piece `(i - k) mod n` to position `i + 1`. Step mode: each step waits for the previous
+    /// step's arrivals at the sender (from its predecessor, and its own send); the first step
+    /// of position `i` waits for `entry[order[i]]` (by rank, [`NONE`] for nothing). Pipelined:
+    /// one transfer per edge with all its bytes, in a new group after `after`. Returns, per
+    /// rank, the last transfer it receives.
+    pub fn pass(
+        &self,
+        req: &Request<'_>,
+        s: &mut Schedule,
+        pieces: &[u64],
+        steps: u32,
+        entry: Option<&[u32]>,
+        after: Vec<u32>,
+    ) -> Vec<u32> {
+        let n = self.len();
+        let group = s.add_group(Group {
+            steps,
+            fill: 0,
+            chunks: steps,
+            after,
+        });
+        let mut last = vec![NONE; req.n() as usize];
+        if req.step() {
+            let mut prev_step: Vec<u32> = Vec::new();
+            for k in 0..steps as usize {
+                let mut this = Vec::with_capacity(n);
+                for i in 0..n {
+                    let piece = pieces[(i + n * k - k) % n];
+                    let deps = if k == 0 {
+                        [
+                            entry.map_or(NONE, |e| e[self.order[i] as usize]),
+                            NONE,
+                        ]
+                    } else {
+                        [prev_step[(i + n - 1) % n], prev_step[i]]
+                    };
+                    this.push(s.push(self.edge(i, piece, group, true, NONE), deps));
+                }
+                prev_step = this;
+            }
+            for i in 0..n {
+                last[self.order[(i + 1) % n] as usize] = prev_step[i];
+            }
+        } else {
+            let total: u64 = pieces.iter().sum();
+            for i in 0..n {
+                // Pieces i, i-1, …, i-steps+1 (mod n): whole turns, then the rest.
+                let turns = steps as u64 / n as u64;
+                let rest: u64 = (0..steps as usize % n)
+                    .map(|k| pieces[(i + n - k % n) % n])
+                    .sum();
+                let id = s.push(
+                    self.edge(i, turns * total + rest, group, true, NONE),
+                    [NONE],
+                );
+                last[self.order[(i + 1) % n] as usize] = id;
+            }
+        }
+        last
+    }
+
+    /// The ring as a chain from position 0 (or, `toward_root`, to it), `bytes` in chunks.
+    pub fn chain(&self, req: &Request<'_>, s: &mut Schedule, bytes: u64, toward_root: bool) {
+        let n = self.len();
+        let hops = (n - 1) as u32;
+        let nominal = chunk_count(bytes, req.chunk);
+        let group = s.add_group(Group {
+            steps: hops,
+            fill: hops - 1,
+            chunks: nominal,
+            after: Vec::new(),
+        });
+        // Edge e of the chain in sending order: position e -> e+1 outward, e+1 -> e inward.
+        let edge = |e: usize, bytes: u64, step_start: bool, prev: u32| -> Transfer {
+            let mut t = self.edge(e, bytes, group, step_start, prev);
+            if toward_root {
+                std::mem::swap(&mut t.src, &mut t.dst);
+                // Inward edges stay inside a host or go straight between entries.
+                t.path = Path::Direct;
+            }
+            t
+        };
+        let order: Vec<usize> = if toward_root {
+            (0..n - 1).rev().collect()
+        } else {
+            (0..n - 1).collect()
+        };
+        let chunks = if req.step() { split(bytes, nominal) } else { vec![bytes] };
+        let mut prev_chunk = vec![NONE; n - 1];
+        for (j, &c) in chunks.iter().enumerate() {
+            let mut upstream = NONE;
+            for &e in &order {
+                let id = s.push(edge(e, c, j == 0, prev_chunk[e]), [upstream]);
+                prev_chunk[e] = id;
+                upstream = id;
+            }
+        }
+    }
+}
+
+pub(super) fn plan(req: &Request<'_>, s: &mut Schedule) {
+    let n = req.n();
+    let all: Vec<u32> = (0..n).collect();
+    let per_channel = split(req.bytes, req.channels);
+    for c in 0..req.channels {
+        let ring = Ring::new(req.ranks, &all, c);
+        let bytes = per_channel[c as usize];
+        match req.op {
+            Collective::AllReduce => {
+                ring.pass(req, s, &split(bytes, n), 2 * (n - 1), None, Vec::new());
+            }
+            Collective::AllGather | Collective::ReduceScatter => {
+                ring.pass(req, s, &split(bytes, n), n - 1, None, Vec::new());
+            }
+            Collective::Broadcast | Collective::Reduce => {
+                let rooted = rotate_to_root(ring);
+                rooted.chain(req, s, bytes, req.op == Collective::Reduce);
+            }
+            _ => unreachable!("checked by Algorithm::supports"),
+        }
+    }
+}
+
+/// The ring rotated so that rank 0 (the root) is at position 0.
+fn rotate_to_root(mut ring: Ring) -> Ring {
+    let at = ring.order.iter().position(|&r| r == 0).unwrap_or(0);
+    ring.order.rotate_left(at);
+    ring.paths.rotate_left(at);
+    ring
+}

@@ -1,0 +1,265 @@
+//! nccl-tests / PARAM-style benchmarks: one collective over a sweep of sizes on placed ranks,
+//! each size simulated on a fresh network (every link idle, the `--down` cables down), reported
+//! with nccl-tests' columns and the link utilization of the busiest tier.
+//!
+//! Sizes are nccl-tests': the data type is `float` (4 bytes); a size is rounded down to whole
+//! elements, and for operations that give every rank one piece, to whole elements per rank.
+//! `algbw = size / time`, `busbw = algbw × factor` ([`Collective::busbw_factor`]).
+//!
+//! Utilization: bytes a link carried over the simulated span, over its capacity. The figures are
+//! those of the busiest group of inter-switch links (by direction between tiers, such as
+//! `rtsw->ctsw`), counting the links on some equal-cost path of the collective's network pairs;
+//! when no pair crosses a switch, of the NIC links.
+
+use fabricsim_netsim::{Engine, FlowEngine, Network};
+use fabricsim_routing::balance::{group_loads, links_in_scope};
+use fabricsim_routing::key::mix;
+use fabricsim_routing::{HashConfig, LinkCondition, LinkState, Policy, RouteError, Router};
+use fabricsim_topology::{LinkId, NodeId, Topology};
+
+use crate::algo::{plan, Algorithm, Fidelity, Request};
+use crate::exec::{run, ExecError, Transport};
+use crate::layout::Ranks;
+use crate::op::Collective;
+use crate::protocol::Protocol;
+use crate::schedule::{Path, Schedule};
+use crate::tuner::{choose, Bandwidths};
+use crate::PlanError;
+
+/// Bytes per element of the benchmark's data type (`float`).
+pub const TYPE_SIZE: u64 = 4;
+
+/// What to benchmark, apart from the size.
+#[derive(Clone, Debug)]
+pub struct Bench {
+    pub op: Collective,
+    /// `None`: the tuner picks per size.
+    pub algorithm: Option<Algorithm>,
+    pub protocol: Option<Protocol>,
+    pub channels: u32,
+    pub chunk: u64,
+    pub fidelity: Fidelity,
+    pub transport: Transport,
+    pub policy: Policy,
+    pub hash: HashConfig,
+    /// Cables down for the whole run.
+    pub down: Vec<LinkId>,
+}
+
+/// One line of results.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Row {
+    /// Bytes (nccl-tests' size).
+    pub size: u64,
+    /// Elements of `type`.
+    pub count: u64,
+    #[serde(rename = "type")]
+    pub dtype: &'static str,
+    pub redop: Option<&'static str>,
+    pub root: Option<u32>,
+    pub algorithm: &'static str,
+    pub protocol: &'static str,
+    /// Whether the tuner chose the algorithm and protocol.
+    pub tuned: bool,
+    pub time_us: f64,
+    /// GB/s (10^9 bytes per second), as nccl-tests.
+    pub algbw_gbps: f64,
+    pub busbw_gbps: f64,
+    /// The link group the utilization figures are of (`rtsw->ctsw`).
+    pub busiest_tier: String,
+    pub max_link_utilization: f64,
+    pub mean_link_utilization: f64,
+    /// Engine variables the run submitted.
+    pub flows: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+    #[error(transparent)]
+    Exec(#[from] ExecError),
+    #[error(transparent)]
+    Route(#[from] RouteError),
+}
+
+/// The sizes of a `-b`/`-e`/`-f` sweep: from `begin`, times `factor`, up to `end`.
+pub fn sweep_sizes(begin: u64, end: u64, factor: u64) -> Vec<u64> {
+    let mut out = Vec::new();
+    let mut s = begin;
+    while s <= end {
+        out.push(s);
+        if factor <= 1 || s == 0 {
+            break;
+        }
+        s = match s.checked_mul(factor) {
+            Some(x) => x,
+            None => break,
+        };
+    }
+    out
+}
+
+/// `size` rounded down to whole elements (per rank where the operation splits by rank).
+pub fn round_size(op: Collective, size: u64, n: usize) -> u64 {
+    let unit = if op.per_rank_pieces() {
+        TYPE_SIZE * n as u64
+    } else {
+        TYPE_SIZE
+    };
+    size / unit * unit
+}
+
+/// The all-to-allv size matrix of a benchmark: per pair, uniform in [0, 2·size/n] (mean
+/// size/n, like all-to-all), deterministic in `seed`; nothing to oneself.
+pub fn alltoallv_sizes(size: u64, n: usize, seed: u64) -> Vec<u64> {
+    let per = 2 * size / n as u64;
+    (0..n * n)
+        .map(|ij| {
+            let (i, j) = (ij / n, ij % n);
+            if i == j || per == 0 {
+                0
+            } else {
+                mix(seed ^ ((i as u64) << 32) ^ j as u64) % (per + 1) / TYPE_SIZE * TYPE_SIZE
+            }
+        })
+        .collect()
+}
+
+/// Benchmarks one size.
+pub fn run_size(topo: &Topology, ranks: &Ranks, bench: &Bench, size: u64) -> Result<Row, BenchError> {
+    let op = bench.op;
+    let size = round_size(op, size, ranks.len());
+    let (algorithm, protocol, tuned) = match (bench.algorithm, bench.protocol) {
+        (Some(a), Some(p)) => (a, p, false),
+        (a, p) => {
+            let (best, all) = choose(op, size, ranks, Bandwidths::of(topo, ranks));
+            let algorithm = a.unwrap_or(best.algorithm);
+            let protocol = p.unwrap_or_else(|| {
+                all.iter()
+                    .filter(|c| c.algorithm == algorithm)
+                    .min_by(|x, y| x.predicted_us.total_cmp(&y.predicted_us))
+                    .map_or(best.protocol, |c| c.protocol)
+            });
+            (algorithm, protocol, true)
+        }
+    };
+    let sizes = (op == Collective::AllToAllV)
+        .then(|| alltoallv_sizes(size, ranks.len(), bench.transport.seed));
+    let req = Request {
+        op,
+        bytes: size,
+        ranks,
+        algorithm,
+        channels: bench.channels,
+        chunk: bench.chunk,
+        fidelity: bench.fidelity,
+        sizes: sizes.as_deref(),
+    };
+    let sched = plan(&req)?;
+    let mut net = Network::new(
+        topo,
+        Router::new(topo, bench.policy, bench.hash),
+        FlowEngine::new(topo),
+    );
+    for &l in &bench.down {
+        net.set_cable(l, LinkCondition::Down);
+    }
+    let outcome = run(
+        &mut net,
+        &sched,
+        &req,
+        Transport {
+            protocol,
+            ..bench.transport
+        },
+    )?;
+    let state = net.link_state().clone();
+    let stats = net.engine().link_stats();
+    let span = stats.elapsed.0 as f64 * 1e-9;
+    let util: Vec<f64> = topo
+        .links()
+        .iter()
+        .enumerate()
+        .map(|(l, link)| {
+            if span > 0.0 {
+                stats.bytes[l] / (link.capacity.0 as f64 * span)
+            } else {
+                0.0
+            }
+        })
+        .collect();
+    let (tier, max, mean) = busiest(topo, &state, ranks, &sched, &util)?;
+    let time_us = outcome.time.0 as f64 / 1e3;
+    let algbw = if outcome.time.0 > 0 {
+        size as f64 / (outcome.time.0 as f64)
+    } else {
+        0.0
+    };
+    Ok(Row {
+        size,
+        count: size / TYPE_SIZE,
+        dtype: "float",
+        redop: op.reduces().then_some("sum"),
+        root: op.rooted().then_some(0),
+        algorithm: algorithm.name(),
+        protocol: protocol.name(),
+        tuned,
+        time_us,
+        algbw_gbps: algbw,
+        busbw_gbps: algbw * op.busbw_factor(ranks.len()),
+        busiest_tier: tier,
+        max_link_utilization: max,
+        mean_link_utilization: mean,
+        flows: outcome.flows,
+    })
+}
+
+/// The network (GPU) pairs of a schedule: who sends to whom across hosts.
+fn network_pairs(ranks: &Ranks, sched: &Schedule) -> Vec<(NodeId, NodeId)> {
+    let mut pairs: Vec<(NodeId, NodeId)> = sched
+        .transfers
+        .iter()
+        .filter_map(|t| {
+            let from = match t.path {
+                Path::Direct => t.src,
+                Path::Via(p) => p,
+                Path::NvlsUp | Path::NvlsDown => return None,
+            };
+            (!ranks.same_host(from, t.dst)).then(|| (ranks.gpu(from), ranks.gpu(t.dst)))
+        })
+        .collect();
+    pairs.sort_unstable();
+    pairs.dedup();
+    pairs
+}
+
+fn busiest(
+    topo: &Topology,
+    state: &LinkState,
+    ranks: &Ranks,
+    sched: &Schedule,
+    util: &[f64],
+) -> Result<(String, f64, f64), RouteError> {
+    let pairs = network_pairs(ranks, sched);
+    if pairs.is_empty() {
+        return Ok(("nvlink".to_string(), 0.0, 0.0));
+    }
+    let scope = links_in_scope(topo, state, &pairs)?;
+    let groups = group_loads(topo, util, &scope);
+    let inter_switch: Vec<_> = groups
+        .iter()
+        .filter(|g| !g.group.starts_with("nic") && !g.group.ends_with("nic"))
+        .collect();
+    let pool: Vec<_> = if inter_switch.is_empty() {
+        groups.iter().collect()
+    } else {
+        inter_switch
+    };
+    Ok(pool
+        .into_iter()
+        .max_by(|a, b| a.max_load.total_cmp(&b.max_load))
+        .map_or(("none".to_string(), 0.0, 0.0), |g| {
+            (g.group.clone(), g.max_load, g.mean_load)
+        }))
+}
