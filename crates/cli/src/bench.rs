@@ -231,7 +231,12 @@ fn setup(args: &BenchArgs) -> Result<Setup, Failure> {
         topo,
         ranks,
         bench,
-        sizes: sweep_sizes(b, e, args.step_factor),
+        // A barrier moves no data: one line.
+        sizes: if op == Collective::Barrier {
+            vec![0]
+        } else {
+            sweep_sizes(b, e, args.step_factor)
+        },
         placement,
         policies,
     })

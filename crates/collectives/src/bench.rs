@@ -102,6 +102,9 @@ pub fn sweep_sizes(begin: u64, end: u64, factor: u64) -> Vec<u64> {
 
 /// `size` rounded down to whole elements (per rank where the operation splits by rank).
 pub fn round_size(op: Collective, size: u64, n: usize) -> u64 {
+    if op == Collective::Barrier {
+        return 0;
+    }
     let unit = if op.per_rank_pieces() {
         TYPE_SIZE * n as u64
     } else {

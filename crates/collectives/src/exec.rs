@@ -26,6 +26,7 @@ use crate::algo::{Fidelity, Request};
 use crate::layout::Ranks;
 use crate::protocol::{HopKind, Protocol};
 use crate::schedule::{Path, Schedule, Transfer, NONE};
+use crate::tuner::Bandwidths;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum QpMode {
@@ -346,8 +347,12 @@ impl<E: Engine> Exec<'_, '_, '_, E> {
             }
         }
         self.latency = vec![0; g];
-        let mut started = vec![0u64; g];
         let mut step_latency = vec![0u64; g];
+        let mut mean_hop = vec![0u64; g];
+        // Per group: the mean time one chunk takes on an edge at its path's line rate (NVLink
+        // or the GPU's network rate), the unit of the pipeline fill.
+        let mut chunk_time = vec![0f64; g];
+        let line = Bandwidths::of(self.topo, self.ranks);
         let mut finished = 0usize;
         let now = self.net.engine().now().0;
         for i in 0..g as u32 {
@@ -360,13 +365,13 @@ impl<E: Engine> Exec<'_, '_, '_, E> {
             for c in &done {
                 let i = self.owner_of(c.flow) as usize;
                 let group = &sched.groups[i];
-                let drain = at - started[i];
-                let fill = if group.chunks > 0 {
-                    drain * u64::from(group.fill) / u64::from(group.chunks)
+                let fill = (f64::from(group.fill) * chunk_time[i]).round() as u64;
+                let per_step = if group.lockstep {
+                    step_latency[i] + self.latency[i]
                 } else {
-                    0
+                    mean_hop[i]
                 };
-                let extra = u64::from(group.steps) * (step_latency[i] + self.latency[i]);
+                let extra = u64::from(group.steps) * per_step;
                 self.queue.push(Reverse((at + extra + fill, GROUP_DONE, i as u32)));
             }
             while let Some(&Reverse((when, kind, i))) = self.queue.peek() {
@@ -386,17 +391,35 @@ impl<E: Engine> Exec<'_, '_, '_, E> {
                         .collect();
                     let most = wire.iter().copied().max().unwrap_or(0);
                     let mut strands = Vec::new();
-                    let mut alpha = 0;
+                    let (mut alpha, mut hop_sum) = (0, 0);
                     for (&t, &w) in edges.iter().zip(&wire) {
                         let tr = sched.transfers[t as usize];
-                        alpha = alpha.max(self.transport.protocol.step_latency(self.hop(&tr)).0);
+                        let step = self.transport.protocol.step_latency(self.hop(&tr)).0;
+                        alpha = alpha.max(step);
                         let qps = self.qps_for(&tr);
                         let share = if most > 0 { w as f64 / most as f64 } else { 1.0 };
                         for q in 0..qps {
                             strands.push(self.strand(&tr, q, share / f64::from(qps))?);
                         }
+                        if !sched.groups[i as usize].lockstep {
+                            let path = self.net.strand_latency(&strands[strands.len() - 1])?;
+                            hop_sum += step + path.0;
+                        }
                     }
-                    started[i as usize] = at;
+                    mean_hop[i as usize] = hop_sum / edges.len().max(1) as u64;
+                    let chunks = f64::from(sched.groups[i as usize].chunks.max(1));
+                    chunk_time[i as usize] = edges
+                        .iter()
+                        .zip(&wire)
+                        .map(|(&t, &w)| {
+                            let rate = match self.hop(&sched.transfers[t as usize]) {
+                                HopKind::NvLink => line.nvlink,
+                                HopKind::Network => line.network,
+                            };
+                            w as f64 / chunks / rate.max(1.0) * 1e9
+                        })
+                        .sum::<f64>()
+                        / edges.len().max(1) as f64;
                     step_latency[i as usize] = alpha;
                     self.latency[i as usize] = self.submit(strands, most, i)?;
                 } else {

@@ -47,11 +47,17 @@ pub struct Transfer {
 /// A set of transfers that pipelined fidelity runs as one variable.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Group {
-    /// Sequential algorithm steps on the group's critical path: each costs the protocol's
-    /// per-step latency plus the path latency of the group's slowest edge.
+    /// Sequential algorithm steps on the group's critical path. In `lockstep` (every edge
+    /// moves one step at a time: rings, exchanges) each costs the protocol's per-step latency
+    /// plus the path latency of the group's slowest edge; otherwise (chunks streaming along a
+    /// chain or tree) a step is one hop of a chunk's journey and costs the mean over the
+    /// group's edges of per-step plus path latency.
     pub steps: u32,
+    pub lockstep: bool,
     /// Extra chunk times on the critical path beyond one edge's bytes (a pipeline of `d` hops
-    /// fills in `d - 1` chunks), over `chunks`: the number of chunks each edge carries.
+    /// fills in `d - 1` chunks); a chunk time is the mean, over the group's edges, of a chunk
+    /// (an edge's bytes over `chunks`) at the edge's line rate (NVLink, or the GPU's network
+    /// rate).
     pub fill: u32,
     pub chunks: u32,
     /// Groups that must be done before this one starts.

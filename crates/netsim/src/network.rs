@@ -121,6 +121,39 @@ impl<'t, E: Engine> Network<'t, E> {
         Ok((id, latency))
     }
 
+    /// The latency of `strand`'s path under the policy and the link state now.
+    pub fn strand_latency(&mut self, strand: &Strand) -> Result<Nanos, NetworkError> {
+        Ok(self.route_strand(strand, &mut Vec::new())?)
+    }
+
+    /// Appends `strand`'s links (weighted) to `links`; returns its latency.
+    fn route_strand(
+        &mut self,
+        strand: &Strand,
+        links: &mut Vec<(LinkId, f64)>,
+    ) -> Result<Nanos, RouteError> {
+        let mut latency = 0;
+        for leg in &strand.legs {
+            match leg {
+                Leg::Routed(key) => {
+                    let route = self.router.route(&self.state, key)?;
+                    latency += route.latency().0;
+                    links.extend(
+                        route
+                            .incidence()
+                            .into_iter()
+                            .map(|(l, w)| (l, w * strand.weight)),
+                    );
+                }
+                Leg::Link(l) => {
+                    latency += self.topo.link(*l).latency.0;
+                    links.push((*l, strand.weight));
+                }
+            }
+        }
+        Ok(Nanos(latency))
+    }
+
     /// The merged incidence of a bundle's strands (links in id order) and its latency.
     fn resolve_bundle(
         &mut self,
@@ -129,26 +162,7 @@ impl<'t, E: Engine> Network<'t, E> {
         let mut links = Vec::new();
         let mut latency = Nanos(0);
         for strand in strands {
-            let mut strand_latency = 0;
-            for leg in &strand.legs {
-                match leg {
-                    Leg::Routed(key) => {
-                        let route = self.router.route(&self.state, key)?;
-                        strand_latency += route.latency().0;
-                        links.extend(
-                            route
-                                .incidence()
-                                .into_iter()
-                                .map(|(l, w)| (l, w * strand.weight)),
-                        );
-                    }
-                    Leg::Link(l) => {
-                        strand_latency += self.topo.link(*l).latency.0;
-                        links.push((*l, strand.weight));
-                    }
-                }
-            }
-            latency = latency.max(Nanos(strand_latency));
+            latency = latency.max(self.route_strand(strand, &mut links)?);
         }
         links.sort_unstable_by_key(|&(l, _)| l);
         let mut merged: Vec<(LinkId, f64)> = Vec::with_capacity(links.len());

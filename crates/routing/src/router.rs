@@ -15,7 +15,9 @@
 //!   reproduces hash polarization);
 //! - `eecmp`: the same with the destination QP in the hash;
 //! - `pin`: destination-mod-k: candidate `ordinal(dst) mod k` at every hop, a deterministic
-//!   per-destination path, as Meta's path pinning;
+//!   per-destination path, as Meta's path pinning; `k` counts the switch's planned next hops
+//!   (as if no inter-switch link were down), and a flow whose pinned link is down falls back
+//!   to ECMP among the links left, as the BGP underlay does;
 //! - `spray`: no choice — the flow is spread evenly over all equal-cost paths, each link
 //!   weighted by the share of paths that cross it.
 
@@ -214,6 +216,32 @@ impl Toward<'_> {
                     allowed && self.cost(v) == Some(c - 1)
                 })
                 .map(|(l, _)| l),
+        );
+    }
+
+    /// The next hops a switch `u` would have toward the destination if none of its links to
+    /// other switches were down (distances as they are): what a static assignment, such as
+    /// path pinning, was computed over. Empty where `u` is not a switch or is next to the
+    /// destination.
+    fn planned_hops_into(&self, u: NodeId, hops: &mut Vec<LinkId>) {
+        hops.clear();
+        let ui = self.switch_index[u.index()];
+        if ui == u32::MAX {
+            return;
+        }
+        let d = self.dist[ui as usize];
+        if d == FAR || d == 0 {
+            return;
+        }
+        let (a, b) = (
+            self.sw_offsets[ui as usize] as usize,
+            self.sw_offsets[ui as usize + 1] as usize,
+        );
+        hops.extend(
+            self.sw_adj[a..b]
+                .iter()
+                .filter(|&&(s, _)| self.dist[s as usize] == d - 1)
+                .map(|&(_, s_to_u)| s_to_u.reverse()),
         );
     }
 
@@ -442,17 +470,35 @@ impl<'t> PathFinder<'t> {
         dst: NodeId,
         choose: &mut dyn FnMut(NodeId, &[LinkId]) -> u64,
     ) -> Result<Route, RouteError> {
+        self.walk_planned(state, src, dst, &mut |u, hops, _| choose(u, hops))
+    }
+
+    /// [`Self::walk`], with the chooser also given the switch's *planned* next hops: those it
+    /// would have if none of its inter-switch links were down (empty where not a switch).
+    pub fn walk_planned(
+        &mut self,
+        state: &LinkState,
+        src: NodeId,
+        dst: NodeId,
+        choose: &mut dyn FnMut(NodeId, &[LinkId], &[LinkId]) -> u64,
+    ) -> Result<Route, RouteError> {
         let dist = self.distances(state, dst);
         let t = self.toward(state, src, dst, dist);
         let mut links = Vec::new();
         let mut hops = Vec::new();
+        let mut planned = Vec::new();
         let mut u = src;
         loop {
             t.next_hops_into(u, &mut hops);
             if hops.is_empty() {
                 break;
             }
-            let l = hops[(choose(u, &hops) % hops.len() as u64) as usize];
+            if hops.len() > 1 {
+                t.planned_hops_into(u, &mut planned);
+            } else {
+                planned.clear();
+            }
+            let l = hops[(choose(u, &hops, &planned) % hops.len() as u64) as usize];
             links.push(l);
             u = self.topo.link(l).dst;
         }
@@ -647,14 +693,25 @@ impl RoutingPolicy for HashedPolicy {
         key: &FlowKey,
     ) -> Result<Route, RouteError> {
         let ordinal = u64::from(paths.gpu_ordinal(key.dst));
-        let mut choose = |node: NodeId, _: &[LinkId]| match self.policy {
+        let mut choose = |node: NodeId, hops: &[LinkId], planned: &[LinkId]| match self.policy {
             Policy::Ecmp => key.hash5(self.node_seed(node)),
             Policy::EEcmp => key.hash_with_qp(self.node_seed(node)),
-            Policy::Pin | Policy::Spray => ordinal,
+            // Pinned over the planned next hops; when the pinned link is down, the switch
+            // falls back to ECMP among the links left (the BGP underlay).
+            Policy::Pin | Policy::Spray => {
+                if planned.is_empty() {
+                    return ordinal;
+                }
+                let pinned = planned[(ordinal % planned.len() as u64) as usize];
+                match hops.iter().position(|&h| h == pinned) {
+                    Some(i) => i as u64,
+                    None => key.hash5(self.node_seed(node)),
+                }
+            }
         };
         match self.policy {
             Policy::Spray => paths.spread(state, key.src, key.dst),
-            _ => paths.walk(state, key.src, key.dst, &mut choose),
+            _ => paths.walk_planned(state, key.src, key.dst, &mut choose),
         }
     }
 }

@@ -65,6 +65,7 @@ fn pair(req: &Request<'_>, s: &mut Schedule, src: u32, dst: u32, bytes: u64, lan
     for (c, part) in split(bytes, lanes).into_iter().enumerate() {
         let group = s.add_group(Group {
             steps: 1,
+            lockstep: true,
             fill: 0,
             chunks: 1,
             after: Vec::new(),
@@ -88,19 +89,21 @@ fn pair(req: &Request<'_>, s: &mut Schedule, src: u32, dst: u32, bytes: u64, lan
 fn barrier(req: &Request<'_>, s: &mut Schedule) {
     let n = req.n();
     let rounds = u32::BITS - (n - 1).leading_zeros();
-    // Per rank, the message it received in the previous round.
-    let mut received = vec![NONE; n as usize];
-    let mut after = Vec::new();
+    // Per rank, the message it received in the previous round (transfer and its group): each
+    // message is its own group, after the one its sender last received.
+    let mut received = vec![(NONE, NONE); n as usize];
     for k in 0..rounds {
-        let group = s.add_group(Group {
-            steps: 1,
-            fill: 0,
-            chunks: 1,
-            after: after.clone(),
-        });
-        let mut next = vec![NONE; n as usize];
+        let mut next = vec![(NONE, NONE); n as usize];
         for i in 0..n {
             let j = (i + (1 << k)) % n;
+            let (prev, prev_group) = received[i as usize];
+            let group = s.add_group(Group {
+                steps: 1,
+                lockstep: true,
+                fill: 0,
+                chunks: 1,
+                after: if prev_group == NONE { Vec::new() } else { vec![prev_group] },
+            });
             let t = Transfer {
                 src: i,
                 dst: j,
@@ -111,9 +114,8 @@ fn barrier(req: &Request<'_>, s: &mut Schedule) {
                 step_start: true,
                 prev: NONE,
             };
-            next[j as usize] = s.push(t, [received[i as usize]]);
+            next[j as usize] = (s.push(t, [prev]), group);
         }
         received = next;
-        after = vec![group];
     }
 }

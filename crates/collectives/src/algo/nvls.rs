@@ -24,6 +24,7 @@ pub(super) fn plan(req: &Request<'_>, s: &mut Schedule) -> Result<(), PlanError>
         let nominal = chunk_count(bytes, req.chunk);
         let group = s.add_group(Group {
             steps: 2,
+            lockstep: false,
             fill: 1,
             chunks: nominal,
             after: Vec::new(),

@@ -94,6 +94,7 @@ impl Ring {
         let n = self.len();
         let group = s.add_group(Group {
             steps,
+            lockstep: true,
             fill: 0,
             chunks: steps,
             after,
@@ -145,6 +146,7 @@ impl Ring {
         let nominal = chunk_count(bytes, req.chunk);
         let group = s.add_group(Group {
             steps: hops,
+            lockstep: false,
             fill: hops - 1,
             chunks: nominal,
             after: Vec::new(),

@@ -113,6 +113,7 @@ pub(super) fn plan(req: &Request<'_>, s: &mut Schedule) {
         let nominal = chunk_count(bytes, req.chunk);
         let group = s.add_group(Group {
             steps,
+            lockstep: false,
             fill: steps.saturating_sub(1),
             chunks: nominal,
             after: Vec::new(),
