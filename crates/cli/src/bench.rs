@@ -148,16 +148,20 @@ fn setup(args: &BenchArgs) -> Result<Setup, Failure> {
     }
     let protocol = match &args.proto {
         None => None,
-        Some(p) => Some(
-            Protocol::parse(p).ok_or_else(|| bad("proto", p, "one of LL, LL128, Simple"))?,
-        ),
+        Some(p) => {
+            Some(Protocol::parse(p).ok_or_else(|| bad("proto", p, "one of LL, LL128, Simple"))?)
+        }
     };
     let fidelity = Fidelity::parse(&args.fidelity)
         .ok_or_else(|| bad("fidelity", &args.fidelity, "step or pipelined"))?;
     let qp_mode = QpMode::parse(&args.qp_mode)
         .ok_or_else(|| bad("qp-mode", &args.qp_mode, "split or round-robin"))?;
     if args.channels == 0 || args.channels > 64 {
-        return Err(bad("channels", &args.channels.to_string(), "1 to 64 (NCCL's limit)"));
+        return Err(bad(
+            "channels",
+            &args.channels.to_string(),
+            "1 to 64 (NCCL's limit)",
+        ));
     }
     if args.qps == 0 {
         return Err(bad("qps", "0", "at least 1"));
@@ -252,7 +256,9 @@ pub fn run(args: BenchArgs) -> CmdResult {
         };
         let mut rows = Vec::new();
         for &size in &s.sizes {
-            rows.push(run_size(&s.topo, &s.ranks, &bench, size).map_err(|e| input(anyhow!("{e}")))?);
+            rows.push(
+                run_size(&s.topo, &s.ranks, &bench, size).map_err(|e| input(anyhow!("{e}")))?,
+            );
         }
         results.push((policy, rows));
     }
@@ -295,8 +301,18 @@ fn header(args: &BenchArgs, s: &Setup) -> String {
 fn table(rows: &[Row]) -> String {
     let mut out = format!(
         "#{:>12} {:>12} {:>6} {:>5} {:>4}  {:<24} {:>11} {:>8} {:>8}  {:<12} {:>8} {:>9}\n",
-        "size", "count", "type", "redop", "root", "algorithm/protocol", "time", "algbw", "busbw",
-        "busiest tier", "max util", "mean util"
+        "size",
+        "count",
+        "type",
+        "redop",
+        "root",
+        "algorithm/protocol",
+        "time",
+        "algbw",
+        "busbw",
+        "busiest tier",
+        "max util",
+        "mean util"
     );
     out += &format!(
         "#{:>12} {:>12} {:>6} {:>5} {:>4}  {:<24} {:>11} {:>8} {:>8}\n",
@@ -332,7 +348,12 @@ fn table(rows: &[Row]) -> String {
 fn side_by_side(results: &[(Policy, Vec<Row>)]) -> String {
     let mut out = format!("#{:>12}", "size");
     for (p, _) in results {
-        out += &format!("  {:>11} {:>8} {:>8}", format!("{} time", p.name()), "busbw", "max util");
+        out += &format!(
+            "  {:>11} {:>8} {:>8}",
+            format!("{} time", p.name()),
+            "busbw",
+            "max util"
+        );
     }
     out += &format!("\n#{:>12}", "(B)");
     for _ in results {

@@ -37,7 +37,7 @@ enum Command {
     /// Simulate a list of flows (CSV) and report completion times.
     Flows(flows::FlowsArgs),
     /// Benchmark a collective over a size sweep, as nccl-tests does.
-    Bench(bench::BenchArgs),
+    Bench(Box<bench::BenchArgs>),
 }
 
 fn main() -> ExitCode {
@@ -53,7 +53,7 @@ fn main() -> ExitCode {
         Command::Topo(cmd) => topo::run(cmd),
         Command::Route(cmd) => route::run(cmd),
         Command::Flows(args) => flows::run(args),
-        Command::Bench(args) => bench::run(args),
+        Command::Bench(args) => bench::run(*args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

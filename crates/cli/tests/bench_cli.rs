@@ -6,10 +6,24 @@ use common::{fabricsim, stderr, stdout};
 
 #[test]
 fn bench_prints_nccl_tests_columns_for_each_size() {
-    let out = fabricsim(&["bench", "--preset", "meta-ai-zone", "--gpus", "16", "-b", "1M", "-e", "16M", "-f", "4"]);
+    let out = fabricsim(&[
+        "bench",
+        "--preset",
+        "meta-ai-zone",
+        "--gpus",
+        "16",
+        "-b",
+        "1M",
+        "-e",
+        "16M",
+        "-f",
+        "4",
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
-    assert!(text.contains("algbw") && text.contains("busbw") && text.contains("# Avg bus bandwidth"));
+    assert!(
+        text.contains("algbw") && text.contains("busbw") && text.contains("# Avg bus bandwidth")
+    );
     let rows: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
     assert_eq!(rows.len(), 3, "{text}");
     assert!(rows[0].trim_start().starts_with("1048576 "), "{text}");
@@ -17,7 +31,23 @@ fn bench_prints_nccl_tests_columns_for_each_size() {
 
 #[test]
 fn json_and_csv_carry_the_same_rows() {
-    let args = ["bench", "--preset", "meta-ai-zone", "--gpus", "32", "-b", "8M", "-e", "8M", "--algo", "ring", "--proto", "LL128", "--compare-routing", "ecmp,spray"];
+    let args = [
+        "bench",
+        "--preset",
+        "meta-ai-zone",
+        "--gpus",
+        "32",
+        "-b",
+        "8M",
+        "-e",
+        "8M",
+        "--algo",
+        "ring",
+        "--proto",
+        "LL128",
+        "--compare-routing",
+        "ecmp,spray",
+    ];
     let json = fabricsim(&[&args[..], &["--json"]].concat());
     assert!(json.status.success());
     let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
@@ -38,11 +68,17 @@ fn json_and_csv_carry_the_same_rows() {
 fn bad_bench_flags_exit_2_naming_the_flag() {
     for (args, needle) in [
         (vec!["--collective", "allreduse"], "--collective"),
-        (vec!["--algo", "nvls", "--collective", "all-to-all"], "--algo"),
+        (
+            vec!["--algo", "nvls", "--collective", "all-to-all"],
+            "--algo",
+        ),
         (vec!["--gpus", "100000"], "--gpus"),
         (vec!["--down", "no/such/switch"], "--down"),
         (vec!["-b", "1G", "-e", "1M"], "--minbytes"),
-        (vec!["--algo", "halving-doubling", "--gpus", "24"], "power-of-two"),
+        (
+            vec!["--algo", "halving-doubling", "--gpus", "24"],
+            "power-of-two",
+        ),
         (vec!["--compare-routing", "ecmp,magic"], "--compare-routing"),
     ] {
         let out = fabricsim(&[&["bench", "--preset", "meta-ai-zone"], &args[..]].concat());

@@ -130,7 +130,12 @@ pub fn alltoallv_sizes(size: u64, n: usize, seed: u64) -> Vec<u64> {
 }
 
 /// Benchmarks one size.
-pub fn run_size(topo: &Topology, ranks: &Ranks, bench: &Bench, size: u64) -> Result<Row, BenchError> {
+pub fn run_size(
+    topo: &Topology,
+    ranks: &Ranks,
+    bench: &Bench,
+    size: u64,
+) -> Result<Row, BenchError> {
     let op = bench.op;
     let size = round_size(op, size, ranks.len());
     let (algorithm, protocol, tuned) = match (bench.algorithm, bench.protocol) {

@@ -125,7 +125,14 @@ pub fn run<E: Engine>(
     }
     let base = transport.protocol.base_latency(req.algorithm.tree_like());
     Ok(Outcome {
-        time: Nanos(exec.end - start.0 + if sched.transfers.is_empty() { 0 } else { base.0 }),
+        time: Nanos(
+            exec.end - start.0
+                + if sched.transfers.is_empty() {
+                    0
+                } else {
+                    base.0
+                },
+        ),
         flows: exec.flows,
     })
 }
@@ -372,7 +379,8 @@ impl<E: Engine> Exec<'_, '_, '_, E> {
                     mean_hop[i]
                 };
                 let extra = u64::from(group.steps) * per_step;
-                self.queue.push(Reverse((at + extra + fill, GROUP_DONE, i as u32)));
+                self.queue
+                    .push(Reverse((at + extra + fill, GROUP_DONE, i as u32)));
             }
             while let Some(&Reverse((when, kind, i))) = self.queue.peek() {
                 if when != at {
@@ -397,7 +405,11 @@ impl<E: Engine> Exec<'_, '_, '_, E> {
                         let step = self.transport.protocol.step_latency(self.hop(&tr)).0;
                         alpha = alpha.max(step);
                         let qps = self.qps_for(&tr);
-                        let share = if most > 0 { w as f64 / most as f64 } else { 1.0 };
+                        let share = if most > 0 {
+                            w as f64 / most as f64
+                        } else {
+                            1.0
+                        };
                         for q in 0..qps {
                             strands.push(self.strand(&tr, q, share / f64::from(qps))?);
                         }

@@ -59,7 +59,11 @@ fn shuffle<T>(v: &mut [T], seed: u64) {
 }
 
 /// The GPUs of `n` ranks, rank order.
-pub fn place(topo: &Topology, n: usize, placement: Placement) -> Result<Vec<NodeId>, PlacementError> {
+pub fn place(
+    topo: &Topology,
+    n: usize,
+    placement: Placement,
+) -> Result<Vec<NodeId>, PlacementError> {
     let gpus = topo.gpus();
     if n == 0 {
         return Err(PlacementError::NoGpus);

@@ -64,7 +64,9 @@ impl Bandwidths {
 fn candidates(op: Collective, ranks: &Ranks) -> Vec<Algorithm> {
     let one_host = ranks.hosts().len() == 1;
     match op {
-        Collective::AllReduce if one_host => vec![Algorithm::Ring, Algorithm::Tree, Algorithm::Nvls],
+        Collective::AllReduce if one_host => {
+            vec![Algorithm::Ring, Algorithm::Tree, Algorithm::Nvls]
+        }
         Collective::AllReduce => vec![Algorithm::Ring, Algorithm::Tree],
         Collective::AllGather | Collective::ReduceScatter if one_host => {
             vec![Algorithm::Ring, Algorithm::Nvls]
@@ -92,7 +94,11 @@ pub fn predict(
     let n = ranks.len() as f64;
     let hosts = ranks.hosts().len() as f64;
     let k = (n / hosts).max(1.0);
-    let hop = if hosts > 1.0 { HopKind::Network } else { HopKind::NvLink };
+    let hop = if hosts > 1.0 {
+        HopKind::Network
+    } else {
+        HopKind::NvLink
+    };
     let lat = protocol.step_latency(hop).0 as f64 / 1e3;
     let nv_lat = protocol.step_latency(HopKind::NvLink).0 as f64 / 1e3;
     let base = protocol.base_latency(algorithm.tree_like()).0 as f64 / 1e3;
@@ -114,11 +120,19 @@ pub fn predict(
                 Collective::AllReduce => 2.0 * (n - 1.0),
                 _ => n - 1.0,
             };
-            (steps * lat, s * op.busbw_factor(ranks.len()).max(1.0 / n), bus)
+            (
+                steps * lat,
+                s * op.busbw_factor(ranks.len()).max(1.0 / n),
+                bus,
+            )
         }
         Algorithm::Tree => {
             let depth = hosts.log2().ceil() + (k - 1.0);
-            let passes = if op == Collective::AllReduce { 2.0 } else { 1.0 };
+            let passes = if op == Collective::AllReduce {
+                2.0
+            } else {
+                1.0
+            };
             (passes * depth * lat, s, bus * 0.92)
         }
         Algorithm::Nvls => (2.0 * nv_lat, s * (n + 1.0) / n, bw.nvlink * 0.85),

@@ -4,8 +4,8 @@
 use fabricsim_collectives::bench::{run_size, Bench, Row};
 use fabricsim_collectives::placement::{place, Placement};
 use fabricsim_collectives::{
-    plan, Algorithm, Collective, Fidelity, PlanError, Protocol, QpMode, Ranks, Request,
-    Transport, DEFAULT_CHUNK,
+    plan, Algorithm, Collective, Fidelity, PlanError, Protocol, QpMode, Ranks, Request, Transport,
+    DEFAULT_CHUNK,
 };
 use fabricsim_routing::{cables_named, HashConfig, Policy};
 use fabricsim_topology::{presets, Topology};
@@ -18,7 +18,13 @@ fn ranks(topo: &Topology, n: usize, placement: Placement) -> Ranks {
     Ranks::new(topo, place(topo, n, placement).unwrap()).unwrap()
 }
 
-fn bench(op: Collective, algorithm: Algorithm, policy: Policy, qps: u32, fidelity: Fidelity) -> Bench {
+fn bench(
+    op: Collective,
+    algorithm: Algorithm,
+    policy: Policy,
+    qps: u32,
+    fidelity: Fidelity,
+) -> Bench {
     Bench {
         op,
         algorithm: Some(algorithm),
@@ -55,10 +61,26 @@ fn uncongested_ring_all_reduce_matches_the_closed_form() {
     // NVLink to the entry GPU (2 × 25 ns), PCIe (100 ns), NIC–RTSW–NIC (2 × 500 ns), PCIe.
     let per_step_us = 14.0 + 1.25;
     for fidelity in [Fidelity::Pipelined, Fidelity::Step] {
-        let row = run(&topo, &r, &bench(Collective::AllReduce, Algorithm::Ring, Policy::Spray, 1, fidelity), GIB);
-        let expected = 8.4 + 2.0 * (n - 1.0) * per_step_us + 2.0 * (n - 1.0) / n * GIB as f64 / 400e9 * 1e6;
+        let row = run(
+            &topo,
+            &r,
+            &bench(
+                Collective::AllReduce,
+                Algorithm::Ring,
+                Policy::Spray,
+                1,
+                fidelity,
+            ),
+            GIB,
+        );
+        let expected =
+            8.4 + 2.0 * (n - 1.0) * per_step_us + 2.0 * (n - 1.0) / n * GIB as f64 / 400e9 * 1e6;
         let err = (row.time_us - expected).abs() / expected;
-        assert!(err < 0.01, "{fidelity:?}: {} µs vs {expected} µs", row.time_us);
+        assert!(
+            err < 0.01,
+            "{fidelity:?}: {} µs vs {expected} µs",
+            row.time_us
+        );
         // nccl-tests' bus bandwidth of a ring that runs at the NICs' rate: close to 400 GB/s.
         assert!(row.busbw_gbps > 0.9 * 400.0 * (1.0 - 0.09), "{row:?}");
     }
@@ -80,13 +102,33 @@ fn all_gather_and_reduce_scatter_take_half_the_all_reduce_steps() {
         assert_eq!(s.transfers.len(), steps * n * 8, "{op:?}");
     }
     // Halving-doubling: 2 log2 n exchange steps per channel; recursive doubling log2 n.
-    let hd = plan(&request(&r, Collective::AllReduce, Algorithm::HalvingDoubling, size, Fidelity::Step)).unwrap();
+    let hd = plan(&request(
+        &r,
+        Collective::AllReduce,
+        Algorithm::HalvingDoubling,
+        size,
+        Fidelity::Step,
+    ))
+    .unwrap();
     assert_eq!(hd.groups.len(), 2 * 4 * 8);
-    let rd = plan(&request(&r, Collective::AllReduce, Algorithm::RecursiveDoubling, size, Fidelity::Step)).unwrap();
+    let rd = plan(&request(
+        &r,
+        Collective::AllReduce,
+        Algorithm::RecursiveDoubling,
+        size,
+        Fidelity::Step,
+    ))
+    .unwrap();
     assert_eq!(rd.groups.len(), 4 * 8);
 }
 
-fn request<'a>(r: &'a Ranks, op: Collective, algorithm: Algorithm, bytes: u64, fidelity: Fidelity) -> Request<'a> {
+fn request<'a>(
+    r: &'a Ranks,
+    op: Collective,
+    algorithm: Algorithm,
+    bytes: u64,
+    fidelity: Fidelity,
+) -> Request<'a> {
     Request {
         op,
         bytes,
@@ -112,19 +154,38 @@ fn every_algorithm_moves_the_bytes_its_definition_implies() {
     for fidelity in [Fidelity::Step, Fidelity::Pipelined] {
         for (op, algo, sent) in [
             (Collective::AllReduce, Algorithm::Ring, 2 * (n - 1) * s / n),
-            (Collective::AllReduce, Algorithm::HalvingDoubling, 2 * (n - 1) * s / n),
-            (Collective::AllReduce, Algorithm::Hierarchical, 2 * (n - 1) * s / n),
+            (
+                Collective::AllReduce,
+                Algorithm::HalvingDoubling,
+                2 * (n - 1) * s / n,
+            ),
+            (
+                Collective::AllReduce,
+                Algorithm::Hierarchical,
+                2 * (n - 1) * s / n,
+            ),
             (Collective::AllReduce, Algorithm::RecursiveDoubling, 4 * s),
             (Collective::AllGather, Algorithm::Ring, (n - 1) * s / n),
-            (Collective::AllGather, Algorithm::RecursiveDoubling, (n - 1) * s / n),
+            (
+                Collective::AllGather,
+                Algorithm::RecursiveDoubling,
+                (n - 1) * s / n,
+            ),
             (Collective::ReduceScatter, Algorithm::Ring, (n - 1) * s / n),
-            (Collective::ReduceScatter, Algorithm::HalvingDoubling, (n - 1) * s / n),
+            (
+                Collective::ReduceScatter,
+                Algorithm::HalvingDoubling,
+                (n - 1) * s / n,
+            ),
             (Collective::AllToAll, Algorithm::Direct, (n - 1) * s / n),
             (Collective::AllToAll, Algorithm::Pxn, (n - 1) * s / n),
             (Collective::SendRecv, Algorithm::Direct, s),
         ] {
             let (out, inn) = per_rank(op, algo, fidelity);
-            assert!(out.iter().all(|&b| b == sent), "{op:?} {algo:?} {fidelity:?}: {out:?} vs {sent}");
+            assert!(
+                out.iter().all(|&b| b == sent),
+                "{op:?} {algo:?} {fidelity:?}: {out:?} vs {sent}"
+            );
             assert_eq!(out.iter().sum::<u64>(), inn.iter().sum::<u64>());
         }
         // Trees: every edge carries the buffer up and down; chains: once, n - 1 edges.
@@ -138,9 +199,19 @@ fn every_algorithm_moves_the_bytes_its_definition_implies() {
     }
     // NVLS inside one host: S + S/n through the switch each way per rank.
     let host = ranks(&topo, 8, Placement::Contiguous);
-    let sched = plan(&request(&host, Collective::AllReduce, Algorithm::Nvls, s, Fidelity::Step)).unwrap();
+    let sched = plan(&request(
+        &host,
+        Collective::AllReduce,
+        Algorithm::Nvls,
+        s,
+        Fidelity::Step,
+    ))
+    .unwrap();
     let (up, down) = sched.volumes(&host);
-    assert!(up.iter().chain(&down).all(|&b| b == s + s / 8), "{up:?} {down:?}");
+    assert!(
+        up.iter().chain(&down).all(|&b| b == s + s / 8),
+        "{up:?} {down:?}"
+    );
 }
 
 #[test]
@@ -161,7 +232,10 @@ fn step_and_pipelined_agree_where_nothing_is_congested() {
     ] {
         let t = |f| run(&topo, &r, &bench(op, algo, Policy::Spray, 1, f), 64 << 20).time_us;
         let (p, s) = (t(Fidelity::Pipelined), t(Fidelity::Step));
-        assert!((p - s).abs() / s < tolerance, "{op:?} {algo:?}: pipelined {p} µs, step {s} µs");
+        assert!(
+            (p - s).abs() / s < tolerance,
+            "{op:?} {algo:?}: pipelined {p} µs, step {s} µs"
+        );
     }
 }
 
@@ -174,24 +248,48 @@ fn the_routing_story_shows_in_the_numbers() {
     let r = ranks(&topo, 128, Placement::Contiguous);
     let size = 4 * GIB;
     let busbw = |policy, qps, down: &[&str]| {
-        let mut b = bench(Collective::AllReduce, Algorithm::Ring, policy, qps, Fidelity::Pipelined);
+        let mut b = bench(
+            Collective::AllReduce,
+            Algorithm::Ring,
+            policy,
+            qps,
+            Fidelity::Pipelined,
+        );
         b.channels = 16;
-        b.down = down.iter().flat_map(|d| cables_named(&topo, d).unwrap()).collect();
+        b.down = down
+            .iter()
+            .flat_map(|d| cables_named(&topo, d).unwrap())
+            .collect();
         run(&topo, &r, &b, size).busbw_gbps
     };
     let spray = busbw(Policy::Spray, 1, &[]);
     let ecmp = busbw(Policy::Ecmp, 1, &[]);
     let eecmp16 = busbw(Policy::EEcmp, 16, &[]);
     assert!(ecmp < 0.8 * spray, "ecmp {ecmp} vs spray {spray}");
-    assert!(eecmp16 > 0.95 * spray, "eecmp/16 {eecmp16} vs spray {spray}");
+    assert!(
+        eecmp16 > 0.95 * spray,
+        "eecmp/16 {eecmp16} vs spray {spray}"
+    );
     assert!(busbw(Policy::EEcmp, 4, &[]) > busbw(Policy::EEcmp, 1, &[]));
-    let down = ["zone0/rack1/rtsw--zone0/ctsw0", "zone0/rack1/rtsw--zone0/ctsw5"];
+    let down = [
+        "zone0/rack1/rtsw--zone0/ctsw0",
+        "zone0/rack1/rtsw--zone0/ctsw5",
+    ];
     let pin = busbw(Policy::Pin, 1, &[]);
-    assert!((pin - spray).abs() < 1e-6 * spray, "full racks, no failure: pinning is perfect");
+    assert!(
+        (pin - spray).abs() < 1e-6 * spray,
+        "full racks, no failure: pinning is perfect"
+    );
     assert!(busbw(Policy::Pin, 1, &down) < 0.8 * pin);
     // Ranks scattered one per host: every ring edge crosses the fabric and pinning collides.
     let scattered = ranks(&topo, 128, Placement::Random { seed: 3 });
-    let mut b = bench(Collective::AllReduce, Algorithm::Ring, Policy::Pin, 1, Fidelity::Pipelined);
+    let mut b = bench(
+        Collective::AllReduce,
+        Algorithm::Ring,
+        Policy::Pin,
+        1,
+        Fidelity::Pipelined,
+    );
     let pinned = run(&topo, &scattered, &b, GIB).busbw_gbps;
     b.policy = Policy::Spray;
     assert!(pinned < 0.8 * run(&topo, &scattered, &b, GIB).busbw_gbps);
@@ -201,7 +299,13 @@ fn the_routing_story_shows_in_the_numbers() {
 fn same_inputs_give_the_same_results() {
     let topo = zone();
     let r = ranks(&topo, 32, Placement::Fragmented { seed: 7 });
-    let b = bench(Collective::AllToAllV, Algorithm::Pxn, Policy::Ecmp, 2, Fidelity::Step);
+    let b = bench(
+        Collective::AllToAllV,
+        Algorithm::Pxn,
+        Policy::Ecmp,
+        2,
+        Fidelity::Step,
+    );
     assert_eq!(run(&topo, &r, &b, 8 << 20), run(&topo, &r, &b, 8 << 20));
 }
 
@@ -210,11 +314,23 @@ fn plans_that_cannot_work_are_refused_with_a_reason() {
     let topo = zone();
     let r = ranks(&topo, 24, Placement::Contiguous);
     let err = |op, algo| plan(&request(&r, op, algo, 1 << 20, Fidelity::Pipelined)).unwrap_err();
-    assert!(matches!(err(Collective::AllReduce, Algorithm::HalvingDoubling), PlanError::NeedsPowerOfTwo { n: 24, .. }));
-    assert!(matches!(err(Collective::AllReduce, Algorithm::Nvls), PlanError::NvlsSpansHosts { hosts: 3 }));
-    assert!(matches!(err(Collective::AllToAll, Algorithm::Ring), PlanError::Unsupported { .. }));
+    assert!(matches!(
+        err(Collective::AllReduce, Algorithm::HalvingDoubling),
+        PlanError::NeedsPowerOfTwo { n: 24, .. }
+    ));
+    assert!(matches!(
+        err(Collective::AllReduce, Algorithm::Nvls),
+        PlanError::NvlsSpansHosts { hosts: 3 }
+    ));
+    assert!(matches!(
+        err(Collective::AllToAll, Algorithm::Ring),
+        PlanError::Unsupported { .. }
+    ));
     let g = topo.gpus()[0];
-    assert!(matches!(Ranks::new(&topo, vec![g, g]), Err(PlanError::SharedGpu { rank: 1, .. })));
+    assert!(matches!(
+        Ranks::new(&topo, vec![g, g]),
+        Err(PlanError::SharedGpu { rank: 1, .. })
+    ));
     // Fragmented placement uses half of each rack's hosts.
     let f = ranks(&topo, 64, Placement::Fragmented { seed: 1 });
     assert_eq!(f.hosts().len(), 8);
@@ -224,7 +340,13 @@ fn plans_that_cannot_work_are_refused_with_a_reason() {
 fn the_tuner_picks_low_latency_protocols_for_small_messages() {
     let topo = zone();
     let r = ranks(&topo, 64, Placement::Contiguous);
-    let mut b = bench(Collective::AllReduce, Algorithm::Ring, Policy::Spray, 1, Fidelity::Pipelined);
+    let mut b = bench(
+        Collective::AllReduce,
+        Algorithm::Ring,
+        Policy::Spray,
+        1,
+        Fidelity::Pipelined,
+    );
     b.algorithm = None;
     b.protocol = None;
     let small = run(&topo, &r, &b, 64 << 10);

@@ -115,7 +115,8 @@ impl<'t, E: Engine> Network<'t, E> {
             cap,
             latency: Nanos(0),
         });
-        self.recipes.push(Recipe::Bundle(strands.into_boxed_slice()));
+        self.recipes
+            .push(Recipe::Bundle(strands.into_boxed_slice()));
         self.routes.push(links);
         self.done.push(false);
         Ok((id, latency))

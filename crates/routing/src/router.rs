@@ -108,6 +108,9 @@ pub enum RouteError {
 
 const FAR: u16 = u16::MAX;
 
+/// Picks a next hop by index from (node, next hops that are up, planned next hops).
+pub type PlannedChooser<'a> = dyn FnMut(NodeId, &[LinkId], &[LinkId]) -> u64 + 'a;
+
 /// The equal-cost path machinery of one topology, shared by every policy: per-destination
 /// distances (cached), next hops, hop-by-hop walks, spreads and path enumeration.
 pub struct PathFinder<'t> {
@@ -480,7 +483,7 @@ impl<'t> PathFinder<'t> {
         state: &LinkState,
         src: NodeId,
         dst: NodeId,
-        choose: &mut dyn FnMut(NodeId, &[LinkId], &[LinkId]) -> u64,
+        choose: &mut PlannedChooser<'_>,
     ) -> Result<Route, RouteError> {
         let dist = self.distances(state, dst);
         let t = self.toward(state, src, dst, dist);

@@ -102,7 +102,11 @@ fn barrier(req: &Request<'_>, s: &mut Schedule) {
                 lockstep: true,
                 fill: 0,
                 chunks: 1,
-                after: if prev_group == NONE { Vec::new() } else { vec![prev_group] },
+                after: if prev_group == NONE {
+                    Vec::new()
+                } else {
+                    vec![prev_group]
+                },
             });
             let t = Transfer {
                 src: i,

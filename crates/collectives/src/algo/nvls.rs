@@ -29,7 +29,11 @@ pub(super) fn plan(req: &Request<'_>, s: &mut Schedule) -> Result<(), PlanError>
             chunks: nominal,
             after: Vec::new(),
         });
-        let chunks = if req.step() { split(bytes, nominal) } else { vec![bytes] };
+        let chunks = if req.step() {
+            split(bytes, nominal)
+        } else {
+            vec![bytes]
+        };
         let (mut last_up, mut last_down) = (vec![NONE; n as usize], vec![NONE; n as usize]);
         for (j, &chunk) in chunks.iter().enumerate() {
             let slices = split(chunk, n);
@@ -63,7 +67,12 @@ pub(super) fn plan(req: &Request<'_>, s: &mut Schedule) -> Result<(), PlanError>
                 .collect();
             for r in 0..n {
                 let id = s.push(
-                    t(r, volume(r as usize).1, Path::NvlsDown, last_down[r as usize]),
+                    t(
+                        r,
+                        volume(r as usize).1,
+                        Path::NvlsDown,
+                        last_down[r as usize],
+                    ),
                     ups.iter().copied(),
                 );
                 last_down[r as usize] = id;

@@ -107,10 +107,7 @@ impl Ring {
                 for i in 0..n {
                     let piece = pieces[(i + n * k - k) % n];
                     let deps = if k == 0 {
-                        [
-                            entry.map_or(NONE, |e| e[self.order[i] as usize]),
-                            NONE,
-                        ]
+                        [entry.map_or(NONE, |e| e[self.order[i] as usize]), NONE]
                     } else {
                         [prev_step[(i + n - 1) % n], prev_step[i]]
                     };
@@ -166,7 +163,11 @@ impl Ring {
         } else {
             (0..n - 1).collect()
         };
-        let chunks = if req.step() { split(bytes, nominal) } else { vec![bytes] };
+        let chunks = if req.step() {
+            split(bytes, nominal)
+        } else {
+            vec![bytes]
+        };
         let mut prev_chunk = vec![NONE; n - 1];
         for (j, &c) in chunks.iter().enumerate() {
             let mut upstream = NONE;

@@ -42,7 +42,10 @@ impl Tree {
         }
         let root_pos = (h - 1) / 2;
         if rooted {
-            let at = seq.iter().position(|&x| x == ranks.host(0) as usize).unwrap_or(0);
+            let at = seq
+                .iter()
+                .position(|&x| x == ranks.host(0) as usize)
+                .unwrap_or(0);
             seq.rotate_left((at + h - root_pos) % h);
         }
         let mut parent_pos = vec![usize::MAX; h];
@@ -129,7 +132,11 @@ pub(super) fn plan(req: &Request<'_>, s: &mut Schedule) {
             step_start,
             prev,
         };
-        let chunks = if req.step() { split(bytes, nominal) } else { vec![bytes] };
+        let chunks = if req.step() {
+            split(bytes, nominal)
+        } else {
+            vec![bytes]
+        };
         // Per rank: its last up transfer (to its parent) and down transfer (from its parent).
         let (mut last_up, mut last_down) = (vec![NONE; n], vec![NONE; n]);
         let mut received_up: Vec<Vec<u32>> = vec![Vec::new(); n];
@@ -157,7 +164,10 @@ pub(super) fn plan(req: &Request<'_>, s: &mut Schedule) {
                     } else {
                         vec![got[p]]
                     };
-                    let id = s.push(edge(p as u32, r, chunk, j == 0, last_down[r as usize]), deps);
+                    let id = s.push(
+                        edge(p as u32, r, chunk, j == 0, last_down[r as usize]),
+                        deps,
+                    );
                     last_down[r as usize] = id;
                     got[r as usize] = id;
                 }
