@@ -255,7 +255,17 @@ impl<E: Engine> Exec<'_, '_, '_, E> {
         }
         self.latency = vec![0; n];
         let mut flows_left = vec![0u32; n];
-        let mut round_robin: BTreeMap<(u32, u32, u32), u32> = BTreeMap::new();
+        // Round-robin: each transfer's turn on its connection, in the order the connection
+        // sends them (schedule order: a connection's transfers depend on each other in turn).
+        let mut turn = vec![0u32; n];
+        if self.transport.qp_mode == QpMode::RoundRobin {
+            let mut sent: BTreeMap<(u32, u32, u32), u32> = BTreeMap::new();
+            for (t, tr) in sched.transfers.iter().enumerate() {
+                let count = sent.entry((tr.src, tr.dst, tr.channel)).or_insert(0);
+                turn[t] = *count;
+                *count += 1;
+            }
+        }
         let mut ran = 0usize;
         let now = self.net.engine().now().0;
         for t in 0..n as u32 {
@@ -298,11 +308,7 @@ impl<E: Engine> Exec<'_, '_, '_, E> {
                             .enumerate()
                             .map(|(q, b)| (q as u32, b))
                             .collect(),
-                        QpMode::RoundRobin => {
-                            let turn = round_robin.entry((tr.src, tr.dst, tr.channel)).or_insert(0);
-                            *turn += 1;
-                            vec![((*turn - 1) % qps, wire)]
-                        }
+                        QpMode::RoundRobin => vec![(turn[t as usize] % qps, wire)],
                     };
                     flows_left[t as usize] = parts.len() as u32;
                     let mut latency = 0;

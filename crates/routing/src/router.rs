@@ -233,9 +233,14 @@ impl Toward<'_> {
             return;
         }
         let d = self.dist[ui as usize];
-        if d == FAR || d == 0 {
-            return;
+        if d != FAR && d > 0 {
+            self.closer_switches(ui, d, false, hops);
         }
+    }
+
+    /// The links from switch `ui` (at distance `d > 0`) to the switches at distance `d - 1`,
+    /// only those that are up if `up_only`.
+    fn closer_switches(&self, ui: u32, d: u16, up_only: bool, hops: &mut Vec<LinkId>) {
         let (a, b) = (
             self.sw_offsets[ui as usize] as usize,
             self.sw_offsets[ui as usize + 1] as usize,
@@ -243,7 +248,11 @@ impl Toward<'_> {
         hops.extend(
             self.sw_adj[a..b]
                 .iter()
-                .filter(|&&(s, _)| self.dist[s as usize] == d - 1)
+                // The adjacency holds `s -> u`; the hop is its reverse, `u -> s`.
+                .filter(|&&(s, s_to_u)| {
+                    self.dist[s as usize] == d - 1
+                        && (!up_only || self.state.is_up(s_to_u.reverse()))
+                })
                 .map(|&(_, s_to_u)| s_to_u.reverse()),
         );
     }
@@ -255,20 +264,7 @@ impl Toward<'_> {
             return;
         }
         if d > 0 {
-            let (a, b) = (
-                self.sw_offsets[ui as usize] as usize,
-                self.sw_offsets[ui as usize + 1] as usize,
-            );
-            hops.extend(
-                self.sw_adj[a..b]
-                    .iter()
-                    // The adjacency holds `s -> u`; the hop is its reverse, `u -> s`.
-                    .filter(|&&(s, s_to_u)| {
-                        self.dist[s as usize] == d - 1 && self.state.is_up(s_to_u.reverse())
-                    })
-                    .map(|&(_, s_to_u)| s_to_u.reverse()),
-            );
-            return;
+            return self.closer_switches(ui, d, true, hops);
         }
         // Next to the destination: down to its NICs that can deliver to it.
         for nic in self.topo.nics_of_gpu(self.dst) {
