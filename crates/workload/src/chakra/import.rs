@@ -1,0 +1,338 @@
+//! Chakra traces → [`Workload`].
+//!
+//! - Node types: `COMP_NODE` is a kernel: a FLOP count (`num_ops`) and bytes (`tensor_size`)
+//!   go through the roofline; otherwise its `duration_micros` is its time. CPU ops
+//!   (`is_cpu_op`, compute or communication: a CPU-side `c10d::` call whose GPU kernel is its own
+//!   node) and `METADATA` / `INVALID` nodes are dependency points with no duration: fabricsim
+//!   models the GPU timeline. `MEM_LOAD` / `MEM_STORE` move `tensor_size` bytes.
+//!   `COMM_COLL_NODE` is a collective (`comm_type`, `comm_size`, `pg_name`), `COMM_SEND_NODE`
+//!   / `COMM_RECV_NODE` point-to-point (`comm_dst` / `comm_src`, `comm_size`, `comm_tag`).
+//! - Attributes are read tolerantly: any integer kind, a bool, or an integral double.
+//! - Sizes follow ASTRA-sim: `comm_size` is the per-rank buffer, except all-gather and gather
+//!   where it is the per-rank shard (fabricsim's size is the gathered buffer: `comm_size × n`).
+//! - `pg_name` names a group of the communicator-group JSON (`{"name": [ranks]}`); empty, `"0"`
+//!   or absent means all ranks. Without a JSON, a group name that is an integer list is not
+//!   guessed: it is an error naming the node.
+//! - Control and data dependencies both order ops. Dependencies on ids absent from the file are
+//!   dropped and reported as [`Warning`]s.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+use fabricsim_collectives::Collective;
+use fabricsim_topology::Nanos;
+
+use super::pb::{self, attribute_proto::Value, CollectiveCommType, NodeType};
+use super::{io, rank_files, read_file, ChakraError, RankTrace};
+use crate::graph::{Binding, Compute, Group, Op, OpClass, OpKind, Program, Workload};
+
+/// Something the import dropped or assumed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Warning {
+    pub path: PathBuf,
+    pub message: String,
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.message)
+    }
+}
+
+/// An attribute's value as an integer, whatever integer kind the producer chose.
+pub fn attr_int(a: &pb::AttributeProto) -> Option<i64> {
+    Some(match a.value.as_ref()? {
+        Value::Int32Val(v) | Value::Sint32Val(v) | Value::Sfixed32Val(v) => i64::from(*v),
+        Value::Int64Val(v) | Value::Sint64Val(v) | Value::Sfixed64Val(v) => *v,
+        Value::Uint32Val(v) | Value::Fixed32Val(v) => i64::from(*v),
+        Value::Uint64Val(v) | Value::Fixed64Val(v) => i64::try_from(*v).ok()?,
+        Value::BoolVal(v) => i64::from(*v),
+        Value::DoubleVal(v) if v.fract() == 0.0 => *v as i64,
+        Value::FloatVal(v) if v.fract() == 0.0 => *v as i64,
+        _ => return None,
+    })
+}
+
+fn attr_f64(a: &pb::AttributeProto) -> Option<f64> {
+    match a.value.as_ref()? {
+        Value::DoubleVal(v) => Some(*v),
+        Value::FloatVal(v) => Some(f64::from(*v)),
+        _ => attr_int(a).map(|v| v as f64),
+    }
+}
+
+fn attr_str(a: &pb::AttributeProto) -> Option<&str> {
+    match a.value.as_ref()? {
+        Value::StringVal(s) => Some(s),
+        _ => None,
+    }
+}
+
+struct Attrs<'a>(&'a [pb::AttributeProto]);
+
+impl Attrs<'_> {
+    fn get(&self, name: &str) -> Option<&pb::AttributeProto> {
+        self.0.iter().find(|a| a.name == name)
+    }
+    fn int(&self, name: &str) -> Option<i64> {
+        self.get(name).and_then(attr_int)
+    }
+    fn f64(&self, name: &str) -> Option<f64> {
+        self.get(name).and_then(attr_f64)
+    }
+    fn str(&self, name: &str) -> Option<&str> {
+        self.get(name).and_then(attr_str)
+    }
+}
+
+fn collective(t: i64) -> Option<Collective> {
+    Some(match CollectiveCommType::try_from(i32::try_from(t).ok()?).ok()? {
+        CollectiveCommType::AllReduce => Collective::AllReduce,
+        CollectiveCommType::Reduce => Collective::Reduce,
+        CollectiveCommType::AllGather => Collective::AllGather,
+        CollectiveCommType::Gather => Collective::Gather,
+        CollectiveCommType::Scatter => Collective::Scatter,
+        CollectiveCommType::Broadcast => Collective::Broadcast,
+        CollectiveCommType::AllToAll => Collective::AllToAll,
+        CollectiveCommType::ReduceScatter | CollectiveCommType::ReduceScatterBlock => {
+            Collective::ReduceScatter
+        }
+        CollectiveCommType::Barrier => Collective::Barrier,
+    })
+}
+
+/// Reads a communicator-group JSON: `{"name": [rank, ...], ...}`.
+pub fn read_groups(path: &Path) -> Result<BTreeMap<String, Vec<u32>>, ChakraError> {
+    let text = std::fs::read_to_string(path).map_err(io(path))?;
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| ChakraError::Groups {
+        path: path.to_path_buf(),
+        what: format!("not JSON: {e}"),
+    })?;
+    let obj = value.as_object().ok_or_else(|| ChakraError::Groups {
+        path: path.to_path_buf(),
+        what: "expected an object mapping group names to rank lists".into(),
+    })?;
+    let mut out = BTreeMap::new();
+    for (name, ranks) in obj {
+        let list = ranks
+            .as_array()
+            .and_then(|a| {
+                a.iter()
+                    .map(|r| r.as_u64().and_then(|r| u32::try_from(r).ok()))
+                    .collect::<Option<Vec<u32>>>()
+            })
+            .ok_or_else(|| ChakraError::Groups {
+                path: path.to_path_buf(),
+                what: format!("group `{name}`: expected a list of rank numbers"),
+            })?;
+        out.insert(name.clone(), list);
+    }
+    Ok(out)
+}
+
+/// Imports the trace `<prefix>.<rank>.et` with an optional communicator-group JSON.
+pub fn import(prefix: &str, groups: Option<&Path>) -> Result<(Workload, Vec<Warning>), ChakraError> {
+    let files = rank_files(prefix)?;
+    let traces = files
+        .iter()
+        .map(|f| read_file(f))
+        .collect::<Result<Vec<_>, _>>()?;
+    let named = match groups {
+        Some(p) => read_groups(p)?,
+        None => BTreeMap::new(),
+    };
+    let name = Path::new(prefix)
+        .file_name()
+        .map_or(prefix.to_string(), |n| n.to_string_lossy().into_owned());
+    from_traces(&name, &files, &traces, &named, groups)
+}
+
+/// Builds a workload from already-read rank traces (`files[r]` names rank `r`'s file).
+pub fn from_traces(
+    name: &str,
+    files: &[PathBuf],
+    traces: &[RankTrace],
+    named: &BTreeMap<String, Vec<u32>>,
+    groups_file: Option<&Path>,
+) -> Result<(Workload, Vec<Warning>), ChakraError> {
+    let n = traces.len() as u32;
+    let mut w = Workload {
+        name: name.to_string(),
+        ..Workload::default()
+    };
+    let mut warnings = Vec::new();
+    let mut labels = HashMap::new();
+    let mut group_index: HashMap<String, u32> = HashMap::new();
+    for (rank, (trace, path)) in traces.iter().zip(files).enumerate() {
+        let rank = rank as u32;
+        let node_err = |id: u64, what: String| ChakraError::Node {
+            path: path.clone(),
+            id,
+            what,
+        };
+        let mut index: HashMap<u64, u32> = HashMap::with_capacity(trace.nodes.len());
+        for (i, node) in trace.nodes.iter().enumerate() {
+            if index.insert(node.id, i as u32).is_some() {
+                return Err(node_err(node.id, "a second node with this id".into()));
+            }
+        }
+        let mut prog = Program::new();
+        let mut binding = Binding {
+            program: rank,
+            ..Binding::default()
+        };
+        let mut peer_slot: HashMap<u32, u16> = HashMap::new();
+        let mut group_slot: HashMap<u32, u16> = HashMap::new();
+        let (mut missing, mut first_missing) = (0usize, Vec::new());
+        let mut deps = Vec::new();
+        for node in &trace.nodes {
+            let attrs = Attrs(&node.attr);
+            let size = |what: &str| -> Result<u64, ChakraError> {
+                let v = attrs.int("comm_size").unwrap_or(0);
+                u64::try_from(v).map_err(|_| node_err(node.id, format!("{what}: comm_size {v} is negative")))
+            };
+            let mut peer = |attr: &str, binding: &mut Binding| -> Result<u16, ChakraError> {
+                let p = attrs
+                    .int(attr)
+                    .ok_or_else(|| node_err(node.id, format!("missing `{attr}`")))?;
+                let p = u32::try_from(p)
+                    .ok()
+                    .filter(|&p| p < n)
+                    .ok_or_else(|| node_err(node.id, format!("`{attr}` = {p}, but the trace has {n} ranks")))?;
+                Ok(*peer_slot.entry(p).or_insert_with(|| {
+                    binding.peers.push(p);
+                    binding.peers.len() as u16 - 1
+                }))
+            };
+            let ty = NodeType::try_from(node.r#type).unwrap_or(NodeType::InvalidNode);
+            let cpu = attrs.int("is_cpu_op").unwrap_or(0) != 0;
+            let kind = match ty {
+                NodeType::CompNode | NodeType::CommCollNode | NodeType::CommSendNode | NodeType::CommRecvNode
+                    if cpu =>
+                {
+                    OpKind::Nop
+                }
+                NodeType::CompNode => {
+                    let flops = attrs.f64("num_ops").unwrap_or(0.0).max(0.0);
+                    let bytes = attrs.f64("tensor_size").unwrap_or(0.0).max(0.0);
+                    let class = match attrs.str("fabricsim_class") {
+                        Some("gemm") => OpClass::Gemm,
+                        Some("attention") => OpClass::Attention,
+                        Some("elementwise") => OpClass::Elementwise,
+                        _ => OpClass::Other,
+                    };
+                    let shape = attrs.get("fabricsim_gemm_shape").and_then(|a| match &a.value {
+                        Some(Value::Uint32List(l)) if l.values.len() == 3 => {
+                            Some([l.values[0], l.values[1], l.values[2]])
+                        }
+                        _ => None,
+                    });
+                    OpKind::Compute(Compute {
+                        class,
+                        flops,
+                        bytes,
+                        shape,
+                        duration: (node.duration_micros > 0)
+                            .then(|| Nanos(node.duration_micros.saturating_mul(1000))),
+                    })
+                }
+                NodeType::MemLoadNode | NodeType::MemStoreNode => OpKind::Memory {
+                    bytes: attrs.int("tensor_size").and_then(|v| u64::try_from(v).ok()).unwrap_or(0),
+                    store: ty == NodeType::MemStoreNode,
+                },
+                NodeType::CommSendNode => OpKind::Send {
+                    peer: peer("comm_dst", &mut binding)?,
+                    bytes: size("send")?,
+                    tag: attrs.int("comm_tag").unwrap_or(0) as u64,
+                },
+                NodeType::CommRecvNode => OpKind::Recv {
+                    peer: peer("comm_src", &mut binding)?,
+                    bytes: size("recv")?,
+                    tag: attrs.int("comm_tag").unwrap_or(0) as u64,
+                },
+                NodeType::CommCollNode => {
+                    let t = attrs
+                        .int("comm_type")
+                        .ok_or_else(|| node_err(node.id, "collective without `comm_type`".into()))?;
+                    let op = collective(t)
+                        .ok_or_else(|| node_err(node.id, format!("unknown comm_type {t}")))?;
+                    let pg = attrs.str("pg_name").unwrap_or("");
+                    let members: Vec<u32> = if pg.is_empty() || (pg == "0" && !named.contains_key("0")) {
+                        (0..n).collect()
+                    } else {
+                        named.get(pg).cloned().ok_or_else(|| {
+                            node_err(
+                                node.id,
+                                match groups_file {
+                                    Some(g) => format!("pg_name `{pg}` is not a group of {}", g.display()),
+                                    None => format!("pg_name `{pg}` needs a communicator-group JSON (--groups)"),
+                                },
+                            )
+                        })?
+                    };
+                    if let Some(&bad) = members.iter().find(|&&r| r >= n) {
+                        return Err(node_err(node.id, format!("group `{pg}` names rank {bad}, but the trace has {n} ranks")));
+                    }
+                    let key = if pg.is_empty() { "0".to_string() } else { pg.to_string() };
+                    let g = *group_index.entry(key.clone()).or_insert_with(|| {
+                        w.groups.push(Group {
+                            name: if key == "0" && !named.contains_key("0") { "world".into() } else { key.clone() },
+                            ranks: members.clone(),
+                        });
+                        w.groups.len() as u32 - 1
+                    });
+                    let slot = *group_slot.entry(g).or_insert_with(|| {
+                        binding.groups.push(g);
+                        binding.groups.len() as u16 - 1
+                    });
+                    let raw = size("collective")?;
+                    let bytes = match op {
+                        Collective::AllGather | Collective::Gather => raw * members.len() as u64,
+                        _ => raw,
+                    };
+                    OpKind::Collective { op, bytes, group: slot }
+                }
+                NodeType::MetadataNode | NodeType::InvalidNode => OpKind::Nop,
+            };
+            deps.clear();
+            for d in node.ctrl_deps.iter().chain(&node.data_deps) {
+                match index.get(d) {
+                    Some(&i) if !deps.contains(&i) => deps.push(i),
+                    Some(_) => {}
+                    None => {
+                        missing += 1;
+                        if first_missing.len() < 3 {
+                            first_missing.push(*d);
+                        }
+                    }
+                }
+            }
+            let label = w.intern(&node.name, &mut labels);
+            prog.push(
+                Op {
+                    id: node.id,
+                    label,
+                    kind,
+                },
+                &deps,
+            );
+        }
+        if missing > 0 {
+            warnings.push(Warning {
+                path: path.clone(),
+                message: format!(
+                    "dropped {missing} dependencies on node ids absent from the file (first: {})",
+                    first_missing
+                        .iter()
+                        .map(u64::to_string)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            });
+        }
+        w.programs.push(prog);
+        w.ranks.push(binding);
+    }
+    w.validate()?;
+    Ok((w, warnings))
+}

@@ -1,0 +1,139 @@
+//! Chakra execution traces (MLCommons), read and written (REFERENCE.md §6).
+//!
+//! A trace is one file per rank, `<prefix>.<rank>.et`: a stream of protobuf messages, each
+//! preceded by its length as a varint, `GlobalMetadata` first and `Node`s after; some producers
+//! gzip it (detected by its magic bytes). The schema (`proto/et_def.proto`) is compiled at build
+//! time by protox, a pure-Rust protobuf compiler: no system `protoc`.
+//!
+//! [`import`] turns traces into a [`crate::Workload`]; [`export`] writes one back out.
+
+pub mod export;
+pub mod import;
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use prost::Message;
+
+/// The generated schema types.
+#[allow(clippy::all, missing_docs)]
+pub mod pb {
+    include!(concat!(env!("OUT_DIR"), "/chakra.rs"));
+}
+
+pub use export::export;
+pub use import::{import, Warning};
+
+/// A trace file that cannot be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum ChakraError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: byte {offset}: {what}")]
+    Decode {
+        path: PathBuf,
+        offset: usize,
+        what: String,
+    },
+    #[error("{path}: empty file (a trace starts with its GlobalMetadata)")]
+    Empty { path: PathBuf },
+    #[error("no trace files `{prefix}.0.et`, `{prefix}.1.et`, ... found")]
+    NoFiles { prefix: String },
+    #[error("{path}: node {id}: {what}")]
+    Node { path: PathBuf, id: u64, what: String },
+    #[error("{path}: {what}")]
+    Groups { path: PathBuf, what: String },
+    #[error(transparent)]
+    Graph(#[from] crate::graph::GraphError),
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ChakraError + '_ {
+    move |source| ChakraError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// One rank's trace file.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RankTrace {
+    pub metadata: pb::GlobalMetadata,
+    pub nodes: Vec<pb::Node>,
+}
+
+/// Reads one `.et` file, plain or gzipped.
+pub fn read_file(path: &Path) -> Result<RankTrace, ChakraError> {
+    let raw = std::fs::read(path).map_err(io(path))?;
+    let bytes = if raw.starts_with(&[0x1f, 0x8b]) {
+        let mut out = Vec::new();
+        flate2::read::GzDecoder::new(&raw[..])
+            .read_to_end(&mut out)
+            .map_err(io(path))?;
+        out
+    } else {
+        raw
+    };
+    if bytes.is_empty() {
+        return Err(ChakraError::Empty {
+            path: path.to_path_buf(),
+        });
+    }
+    let mut buf = &bytes[..];
+    let decode_err = |offset: usize, e: prost::DecodeError| ChakraError::Decode {
+        path: path.to_path_buf(),
+        offset,
+        what: e.to_string(),
+    };
+    let metadata = pb::GlobalMetadata::decode_length_delimited(&mut buf).map_err(|e| decode_err(0, e))?;
+    let mut nodes = Vec::new();
+    while !buf.is_empty() {
+        let offset = bytes.len() - buf.len();
+        nodes.push(pb::Node::decode_length_delimited(&mut buf).map_err(|e| decode_err(offset, e))?);
+    }
+    Ok(RankTrace { metadata, nodes })
+}
+
+/// Writes one `.et` file (plain), atomically: to a temporary sibling, then renamed.
+pub fn write_file(path: &Path, trace: &RankTrace) -> Result<(), ChakraError> {
+    let mut bytes = Vec::new();
+    trace
+        .metadata
+        .encode_length_delimited(&mut bytes)
+        .expect("a Vec grows as needed");
+    for n in &trace.nodes {
+        n.encode_length_delimited(&mut bytes)
+            .expect("a Vec grows as needed");
+    }
+    write_atomic(path, &bytes)
+}
+
+/// Writes `bytes` to `path` through a temporary file in the same directory.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ChakraError> {
+    let tmp = path.with_extension("tmp-fabricsim");
+    let mut f = std::fs::File::create(&tmp).map_err(io(&tmp))?;
+    f.write_all(bytes).map_err(io(&tmp))?;
+    f.sync_all().map_err(io(&tmp))?;
+    drop(f);
+    std::fs::rename(&tmp, path).map_err(io(path))
+}
+
+/// The files of a trace: `<prefix>.0.et`, `<prefix>.1.et`, ... up to the first missing rank.
+pub fn rank_files(prefix: &str) -> Result<Vec<PathBuf>, ChakraError> {
+    let mut files = Vec::new();
+    loop {
+        let p = PathBuf::from(format!("{prefix}.{}.et", files.len()));
+        if !p.is_file() {
+            break;
+        }
+        files.push(p);
+    }
+    if files.is_empty() {
+        return Err(ChakraError::NoFiles {
+            prefix: prefix.to_string(),
+        });
+    }
+    Ok(files)
+}
