@@ -1,8 +1,13 @@
 //! Runs a [`Schedule`] on a [`Network`]: transfers (step fidelity) or groups (pipelined) become
 //! bundles in the engine, released as their dependencies complete, with the protocol's overhead
-//! and latencies added as [`crate::schedule`] describes. The executor owns a small event queue
-//! (submissions after a per-step latency, arrivals after a path latency, groups finishing) and
-//! merges it with the engine's next event; time only moves forward.
+//! and latencies added as [`crate::schedule`] describes.
+//!
+//! An [`Execution`] is a passive state machine like the engines: it has a small event queue of
+//! its own (submissions after a per-step latency, arrivals after a path latency, groups
+//! finishing); its driver merges that queue with the engine's and with whatever else shares the
+//! network, tells it which of its flows completed ([`Execution::flow_done`]) and lets it act at
+//! an instant ([`Execution::fire`]). [`run`] drives one execution alone; the cluster's
+//! orchestrator drives many at once on one fabric.
 //!
 //! Keys: a transfer on channel `c` between GPUs `a` and `b` uses the connection `a -> b` of
 //! channel `c` (its own UDP source port: NCCL opens a connection per channel) and, with `qps`
@@ -17,7 +22,7 @@
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 
-use fabricsim_netsim::{Completion, Engine, FlowId, Leg, Network, NetworkError, Strand};
+use fabricsim_netsim::{Engine, FlowId, Leg, Network, NetworkError, Strand};
 use fabricsim_routing::key::mix;
 use fabricsim_routing::FlowKey;
 use fabricsim_topology::{LinkId, Nanos, NodeId, NodeKind, Topology};
@@ -83,61 +88,196 @@ const SUBMIT: u8 = 0;
 const ARRIVE: u8 = 1;
 const GROUP_DONE: u8 = 2;
 
-struct Exec<'r, 'n, 't, E: Engine> {
-    net: &'n mut Network<'t, E>,
-    topo: &'t Topology,
-    ranks: &'r Ranks,
+/// Per-transfer bookkeeping of step fidelity.
+struct Steps {
+    /// Dependencies (data, and the previous transfer on the connection) not yet met.
+    waiting: Vec<u32>,
+    next_on_conn: Vec<u32>,
+    /// CSR: transfers released by a transfer's arrival.
+    offsets: Vec<u32>,
+    dependents: Vec<u32>,
+    flows_left: Vec<u32>,
+    /// Round-robin: each transfer's turn on its connection.
+    turn: Vec<u32>,
+    ran: usize,
+}
+
+/// Per-group bookkeeping of pipelined fidelity.
+struct Groups {
+    members: Vec<Vec<u32>>,
+    waiting: Vec<u32>,
+    followers: Vec<Vec<u32>>,
+    step_latency: Vec<u64>,
+    mean_hop: Vec<u64>,
+    /// Per group: the mean time one chunk takes on an edge at its path's line rate (NVLink
+    /// or the GPU's network rate), the unit of the pipeline fill.
+    chunk_time: Vec<f64>,
+    line: Bandwidths,
+    finished: usize,
+}
+
+enum State {
+    Steps(Steps),
+    Groups(Groups),
+}
+
+/// One collective in flight on a network.
+pub struct Execution {
+    sched: Schedule,
+    ranks: Ranks,
     transport: Transport,
+    tree_like: bool,
     queue: BinaryHeap<Reverse<(u64, u8, u32)>>,
-    /// Per submitted engine flow (by id, from `first_flow`): the transfer or group it serves.
-    owner: Vec<u32>,
-    first_flow: u32,
     /// Per transfer or group: its latency, known once submitted.
     latency: Vec<u64>,
-    flows: u64,
+    state: State,
+    start: u64,
     end: u64,
+    flows: u64,
 }
 
-/// Runs `sched` (planned for `req`) on `net` from the engine's current time.
-pub fn run<E: Engine>(
-    net: &mut Network<'_, E>,
-    sched: &Schedule,
-    req: &Request<'_>,
-    transport: Transport,
-) -> Result<Outcome, ExecError> {
-    let start = net.engine().now();
-    let topo = net.topology();
-    let mut exec = Exec {
-        topo,
-        ranks: req.ranks,
-        transport,
-        queue: BinaryHeap::new(),
-        owner: Vec::new(),
-        first_flow: u32::MAX,
-        latency: Vec::new(),
-        flows: 0,
-        end: start.0,
-        net,
-    };
-    match req.fidelity {
-        Fidelity::Step => exec.run_steps(sched)?,
-        Fidelity::Pipelined => exec.run_groups(sched)?,
+impl Execution {
+    /// Prepares `sched` (planned for `req`) to start at `now`; call [`Execution::fire`] at `now`
+    /// to submit its first flows.
+    pub fn new(
+        topo: &Topology,
+        sched: Schedule,
+        req: &Request<'_>,
+        transport: Transport,
+        now: Nanos,
+    ) -> Execution {
+        let state = match req.fidelity {
+            Fidelity::Step => State::Steps(Steps::new(&sched, transport.qp_mode)),
+            Fidelity::Pipelined => State::Groups(Groups::new(&sched, Bandwidths::of(topo, req.ranks))),
+        };
+        let n = match &state {
+            State::Steps(_) => sched.transfers.len(),
+            State::Groups(_) => sched.groups.len(),
+        };
+        let mut x = Execution {
+            sched,
+            ranks: req.ranks.clone(),
+            transport,
+            tree_like: req.algorithm.tree_like(),
+            queue: BinaryHeap::new(),
+            latency: vec![0; n],
+            state,
+            start: now.0,
+            end: now.0,
+            flows: 0,
+        };
+        match &x.state {
+            State::Steps(s) => {
+                let ready: Vec<u32> = (0..n as u32).filter(|&t| s.waiting[t as usize] == 0).collect();
+                for t in ready {
+                    x.ready(t, now.0);
+                }
+            }
+            State::Groups(g) => {
+                for i in 0..n as u32 {
+                    if g.waiting[i as usize] == 0 {
+                        x.queue.push(Reverse((now.0, SUBMIT, i)));
+                    }
+                }
+            }
+        }
+        x
     }
-    let base = transport.protocol.base_latency(req.algorithm.tree_like());
-    Ok(Outcome {
-        time: Nanos(
-            exec.end - start.0
-                + if sched.transfers.is_empty() {
-                    0
-                } else {
-                    base.0
-                },
-        ),
-        flows: exec.flows,
-    })
-}
 
-impl<E: Engine> Exec<'_, '_, '_, E> {
+    /// When the execution next acts on its own (a submission, an arrival, a group finishing).
+    pub fn next_event(&self) -> Option<Nanos> {
+        self.queue.peek().map(|Reverse((t, _, _))| Nanos(*t))
+    }
+
+    /// Whether every transfer (group) has run.
+    pub fn is_done(&self) -> bool {
+        match &self.state {
+            State::Steps(s) => s.ran == self.sched.transfers.len(),
+            State::Groups(g) => g.finished == self.sched.groups.len(),
+        }
+    }
+
+    /// What the collective took, once done: from its start to the last byte arriving, NCCL's
+    /// base latency included.
+    pub fn outcome(&self) -> Outcome {
+        let base = if self.sched.transfers.is_empty() {
+            0
+        } else {
+            self.transport.protocol.base_latency(self.tree_like).0
+        };
+        Outcome {
+            time: Nanos(self.end - self.start + base),
+            flows: self.flows,
+        }
+    }
+
+    /// The work that never ran, for a stall diagnosis: (left, total).
+    pub fn left(&self) -> (usize, usize) {
+        match &self.state {
+            State::Steps(s) => (self.sched.transfers.len() - s.ran, self.sched.transfers.len()),
+            State::Groups(g) => (self.sched.groups.len() - g.finished, self.sched.groups.len()),
+        }
+    }
+
+    /// The engine finished the flow this execution submitted for `owner` at `at`.
+    pub fn flow_done(&mut self, owner: u32, at: Nanos) {
+        let at = at.0;
+        self.end = self.end.max(at);
+        match &mut self.state {
+            State::Steps(s) => {
+                let t = owner as usize;
+                s.flows_left[t] -= 1;
+                if s.flows_left[t] == 0 {
+                    // Drained: the connection may send its next transfer; bytes arrive later.
+                    let next = s.next_on_conn[t];
+                    if next != NONE {
+                        s.waiting[next as usize] -= 1;
+                        if s.waiting[next as usize] == 0 {
+                            self.ready(next, at);
+                        }
+                    }
+                    self.queue.push(Reverse((at + self.latency[t], ARRIVE, owner)));
+                }
+            }
+            State::Groups(g) => {
+                let i = owner as usize;
+                let group = &self.sched.groups[i];
+                let fill = (f64::from(group.fill) * g.chunk_time[i]).round() as u64;
+                let per_step = if group.lockstep {
+                    g.step_latency[i] + self.latency[i]
+                } else {
+                    g.mean_hop[i]
+                };
+                let extra = u64::from(group.steps) * per_step;
+                self.queue.push(Reverse((at + extra + fill, GROUP_DONE, owner)));
+            }
+        }
+    }
+
+    /// Handles every own event due by `at`, submitting flows on `net`; each submitted flow is
+    /// appended to `submitted` with the owner to pass back to [`Execution::flow_done`].
+    pub fn fire<E: Engine>(
+        &mut self,
+        net: &mut Network<'_, E>,
+        at: Nanos,
+        submitted: &mut Vec<(FlowId, u32)>,
+    ) -> Result<(), ExecError> {
+        while let Some(&Reverse((when, kind, i))) = self.queue.peek() {
+            if when > at.0 {
+                break;
+            }
+            self.queue.pop();
+            self.end = self.end.max(when);
+            match (kind, &self.state) {
+                (SUBMIT, State::Steps(_)) => self.submit_transfer(net, i, submitted)?,
+                (SUBMIT, State::Groups(_)) => self.submit_group(net, i, submitted)?,
+                (_, State::Steps(_)) => self.arrived(i, when),
+                (_, State::Groups(_)) => self.group_done(i, when),
+            }
+        }
+        Ok(())
+    }
+
     fn hop(&self, t: &Transfer) -> HopKind {
         if self.ranks.same_host(t.src, t.dst) {
             HopKind::NvLink
@@ -156,28 +296,27 @@ impl<E: Engine> Exec<'_, '_, '_, E> {
         )
     }
 
-    fn nvswitch_port(&self, gpu: NodeId) -> Result<LinkId, ExecError> {
-        self.topo
-            .out_links(gpu)
+    fn nvswitch_port(topo: &Topology, gpu: NodeId) -> Result<LinkId, ExecError> {
+        topo.out_links(gpu)
             .iter()
             .copied()
-            .find(|&l| self.topo.kind(self.topo.link(l).dst) == NodeKind::NvSwitch)
+            .find(|&l| topo.kind(topo.link(l).dst) == NodeKind::NvSwitch)
             .ok_or_else(|| ExecError::NoNvSwitch {
-                gpu: self.topo.node_name(gpu).to_string(),
+                gpu: topo.node_name(gpu).to_string(),
             })
     }
 
     /// The strand of `t` on QP `qp`, carrying `weight`.
-    fn strand(&self, t: &Transfer, qp: u32, weight: f64) -> Result<Strand, ExecError> {
+    fn strand(&self, topo: &Topology, t: &Transfer, qp: u32, weight: f64) -> Result<Strand, ExecError> {
         let legs = match t.path {
             Path::Direct => vec![Leg::Routed(self.key(t.src, t.dst, t.channel, qp))],
             Path::Via(p) => vec![
                 Leg::Routed(self.key(t.src, p, t.channel, 0)),
                 Leg::Routed(self.key(p, t.dst, t.channel, qp)),
             ],
-            Path::NvlsUp => vec![Leg::Link(self.nvswitch_port(self.ranks.gpu(t.src))?)],
+            Path::NvlsUp => vec![Leg::Link(Self::nvswitch_port(topo, self.ranks.gpu(t.src))?)],
             Path::NvlsDown => vec![Leg::Link(
-                self.nvswitch_port(self.ranks.gpu(t.dst))?.reverse(),
+                Self::nvswitch_port(topo, self.ranks.gpu(t.dst))?.reverse(),
             )],
         };
         Ok(Strand { legs, weight })
@@ -192,43 +331,166 @@ impl<E: Engine> Exec<'_, '_, '_, E> {
         }
     }
 
-    fn submit(&mut self, strands: Vec<Strand>, bytes: u64, owner: u32) -> Result<u64, ExecError> {
-        let (id, latency) = self.net.submit_bundle(strands, bytes, None)?;
-        if self.first_flow == u32::MAX {
-            self.first_flow = id.0;
-        }
-        let slot = (id.0 - self.first_flow) as usize;
-        if self.owner.len() <= slot {
-            self.owner.resize(slot + 1, NONE);
-        }
-        self.owner[slot] = owner;
+    fn submit<E: Engine>(
+        &mut self,
+        net: &mut Network<'_, E>,
+        strands: Vec<Strand>,
+        bytes: u64,
+        owner: u32,
+        submitted: &mut Vec<(FlowId, u32)>,
+    ) -> Result<u64, ExecError> {
+        let (id, latency) = net.submit_bundle(strands, bytes, None)?;
+        submitted.push((id, owner));
         self.flows += 1;
         Ok(latency.0)
     }
 
-    fn owner_of(&self, flow: FlowId) -> u32 {
-        self.owner[(flow.0 - self.first_flow) as usize]
-    }
-
-    /// Moves to the next event (engine or own queue); returns its time and the engine flows that
-    /// completed at it, or `None` when nothing is left.
-    fn step(&mut self, done: &mut Vec<Completion>) -> Option<u64> {
-        let engine = self.net.engine().next_event().map(|t| t.0);
-        let own = self.queue.peek().map(|Reverse((t, _, _))| *t);
-        let t = match (engine, own) {
-            (Some(a), Some(b)) => a.min(b),
-            (a, b) => a.or(b)?,
+    /// Schedules `t`'s submission: after the protocol's per-step latency if it opens a step.
+    fn ready(&mut self, t: u32, at: u64) {
+        let tr = &self.sched.transfers[t as usize];
+        let delay = if tr.step_start {
+            self.transport.protocol.step_latency(self.hop(tr)).0
+        } else {
+            0
         };
-        done.clear();
-        self.net.advance(Nanos(t), done);
-        self.end = self.end.max(t);
-        Some(t)
+        self.queue.push(Reverse((at + delay, SUBMIT, t)));
     }
 
-    fn run_steps(&mut self, sched: &Schedule) -> Result<(), ExecError> {
+    fn submit_transfer<E: Engine>(
+        &mut self,
+        net: &mut Network<'_, E>,
+        t: u32,
+        submitted: &mut Vec<(FlowId, u32)>,
+    ) -> Result<(), ExecError> {
+        let State::Steps(s) = &self.state else {
+            unreachable!("step submissions only in step fidelity")
+        };
+        let tr = self.sched.transfers[t as usize];
+        let wire = self.transport.protocol.wire_bytes(tr.bytes);
+        let qps = self.qps_for(&tr);
+        let parts: Vec<(u32, u64)> = match self.transport.qp_mode {
+            QpMode::Split => crate::schedule::split(wire, qps)
+                .into_iter()
+                .enumerate()
+                .map(|(q, b)| (q as u32, b))
+                .collect(),
+            QpMode::RoundRobin => vec![(s.turn[t as usize] % qps, wire)],
+        };
+        let count = parts.len() as u32;
+        let mut latency = 0;
+        let topo = net.topology();
+        for (q, bytes) in parts {
+            let strand = self.strand(topo, &tr, q, 1.0)?;
+            latency = latency.max(self.submit(net, vec![strand], bytes, t, submitted)?);
+        }
+        if let State::Steps(s) = &mut self.state {
+            s.flows_left[t as usize] = count;
+        }
+        self.latency[t as usize] = latency;
+        Ok(())
+    }
+
+    fn arrived(&mut self, t: u32, at: u64) {
+        let State::Steps(s) = &mut self.state else {
+            return;
+        };
+        s.ran += 1;
+        let (a, b) = (s.offsets[t as usize], s.offsets[t as usize + 1]);
+        let mut released = Vec::new();
+        for i in a..b {
+            let d = s.dependents[i as usize];
+            s.waiting[d as usize] -= 1;
+            if s.waiting[d as usize] == 0 {
+                released.push(d);
+            }
+        }
+        for d in released {
+            self.ready(d, at);
+        }
+    }
+
+    fn submit_group<E: Engine>(
+        &mut self,
+        net: &mut Network<'_, E>,
+        i: u32,
+        submitted: &mut Vec<(FlowId, u32)>,
+    ) -> Result<(), ExecError> {
+        let State::Groups(g) = &self.state else {
+            unreachable!("group submissions only in pipelined fidelity")
+        };
+        let edges = g.members[i as usize].clone();
+        let line = g.line;
+        let wire: Vec<u64> = edges
+            .iter()
+            .map(|&t| {
+                self.transport
+                    .protocol
+                    .wire_bytes(self.sched.transfers[t as usize].bytes)
+            })
+            .collect();
+        let most = wire.iter().copied().max().unwrap_or(0);
+        let mut strands = Vec::new();
+        let (mut alpha, mut hop_sum) = (0, 0);
+        let lockstep = self.sched.groups[i as usize].lockstep;
+        let topo = net.topology();
+        for (&t, &w) in edges.iter().zip(&wire) {
+            let tr = self.sched.transfers[t as usize];
+            let step = self.transport.protocol.step_latency(self.hop(&tr)).0;
+            alpha = alpha.max(step);
+            let qps = self.qps_for(&tr);
+            let share = if most > 0 {
+                w as f64 / most as f64
+            } else {
+                1.0
+            };
+            for q in 0..qps {
+                strands.push(self.strand(topo, &tr, q, share / f64::from(qps))?);
+            }
+            if !lockstep {
+                let path = net.strand_latency(&strands[strands.len() - 1])?;
+                hop_sum += step + path.0;
+            }
+        }
+        let chunks = f64::from(self.sched.groups[i as usize].chunks.max(1));
+        let chunk_time = edges
+            .iter()
+            .zip(&wire)
+            .map(|(&t, &w)| {
+                let rate = match self.hop(&self.sched.transfers[t as usize]) {
+                    HopKind::NvLink => line.nvlink,
+                    HopKind::Network => line.network,
+                };
+                w as f64 / chunks / rate.max(1.0) * 1e9
+            })
+            .sum::<f64>()
+            / edges.len().max(1) as f64;
+        let latency = self.submit(net, strands, most, i, submitted)?;
+        self.latency[i as usize] = latency;
+        if let State::Groups(g) = &mut self.state {
+            g.mean_hop[i as usize] = hop_sum / edges.len().max(1) as u64;
+            g.chunk_time[i as usize] = chunk_time;
+            g.step_latency[i as usize] = alpha;
+        }
+        Ok(())
+    }
+
+    fn group_done(&mut self, i: u32, at: u64) {
+        let State::Groups(g) = &mut self.state else {
+            return;
+        };
+        g.finished += 1;
+        for &f in &g.followers[i as usize] {
+            g.waiting[f as usize] -= 1;
+            if g.waiting[f as usize] == 0 {
+                self.queue.push(Reverse((at, SUBMIT, f)));
+            }
+        }
+    }
+}
+
+impl Steps {
+    fn new(sched: &Schedule, qp_mode: QpMode) -> Steps {
         let n = sched.transfers.len();
-        // Waiting counts and reverse edges: arrivals release data dependents, drains release
-        // the next transfer on the same connection.
         let mut waiting = vec![0u32; n];
         let mut next_on_conn = vec![NONE; n];
         let mut offsets = vec![0u32; n + 1];
@@ -253,12 +515,10 @@ impl<E: Engine> Exec<'_, '_, '_, E> {
                 fill[d as usize] += 1;
             }
         }
-        self.latency = vec![0; n];
-        let mut flows_left = vec![0u32; n];
         // Round-robin: each transfer's turn on its connection, in the order the connection
         // sends them (schedule order: a connection's transfers depend on each other in turn).
         let mut turn = vec![0u32; n];
-        if self.transport.qp_mode == QpMode::RoundRobin {
+        if qp_mode == QpMode::RoundRobin {
             let mut sent: BTreeMap<(u32, u32, u32), u32> = BTreeMap::new();
             for (t, tr) in sched.transfers.iter().enumerate() {
                 let count = sent.entry((tr.src, tr.dst, tr.channel)).or_insert(0);
@@ -266,197 +526,89 @@ impl<E: Engine> Exec<'_, '_, '_, E> {
                 *count += 1;
             }
         }
-        let mut ran = 0usize;
-        let now = self.net.engine().now().0;
-        for t in 0..n as u32 {
-            if waiting[t as usize] == 0 {
-                self.ready(sched, t, now);
-            }
+        Steps {
+            waiting,
+            next_on_conn,
+            offsets,
+            dependents,
+            flows_left: vec![0; n],
+            turn,
+            ran: 0,
         }
-        let mut done = Vec::new();
-        let release = |this: &mut Self, t: u32, at: u64, waiting: &mut [u32]| {
-            waiting[t as usize] -= 1;
-            if waiting[t as usize] == 0 {
-                this.ready(sched, t, at);
-            }
-        };
-        while let Some(at) = self.step(&mut done) {
-            for c in &done {
-                let t = self.owner_of(c.flow);
-                flows_left[t as usize] -= 1;
-                if flows_left[t as usize] == 0 {
-                    // Drained: the connection may send its next transfer; bytes arrive later.
-                    if next_on_conn[t as usize] != NONE {
-                        release(self, next_on_conn[t as usize], at, &mut waiting);
-                    }
-                    let arrive = at + self.latency[t as usize];
-                    self.queue.push(Reverse((arrive, ARRIVE, t)));
-                }
-            }
-            while let Some(&Reverse((when, kind, t))) = self.queue.peek() {
-                if when != at {
-                    break;
-                }
-                self.queue.pop();
-                if kind == SUBMIT {
-                    let tr = sched.transfers[t as usize];
-                    let wire = self.transport.protocol.wire_bytes(tr.bytes);
-                    let qps = self.qps_for(&tr);
-                    let parts: Vec<(u32, u64)> = match self.transport.qp_mode {
-                        QpMode::Split => crate::schedule::split(wire, qps)
-                            .into_iter()
-                            .enumerate()
-                            .map(|(q, b)| (q as u32, b))
-                            .collect(),
-                        QpMode::RoundRobin => vec![(turn[t as usize] % qps, wire)],
-                    };
-                    flows_left[t as usize] = parts.len() as u32;
-                    let mut latency = 0;
-                    for (q, bytes) in parts {
-                        let strand = self.strand(&tr, q, 1.0)?;
-                        latency = latency.max(self.submit(vec![strand], bytes, t)?);
-                    }
-                    self.latency[t as usize] = latency;
-                } else {
-                    ran += 1;
-                    let (a, b) = (offsets[t as usize], offsets[t as usize + 1]);
-                    for i in a..b {
-                        release(self, dependents[i as usize], at, &mut waiting);
-                    }
-                }
-            }
-        }
-        if ran < n {
-            return Err(ExecError::Stalled {
-                left: n - ran,
-                total: n,
-            });
-        }
-        Ok(())
     }
+}
 
-    /// Schedules `t`'s submission: after the protocol's per-step latency if it opens a step.
-    fn ready(&mut self, sched: &Schedule, t: u32, at: u64) {
-        let tr = &sched.transfers[t as usize];
-        let delay = if tr.step_start {
-            self.transport.protocol.step_latency(self.hop(tr)).0
-        } else {
-            0
-        };
-        self.queue.push(Reverse((at + delay, SUBMIT, t)));
-    }
-
-    fn run_groups(&mut self, sched: &Schedule) -> Result<(), ExecError> {
+impl Groups {
+    fn new(sched: &Schedule, line: Bandwidths) -> Groups {
         let g = sched.groups.len();
         let mut members: Vec<Vec<u32>> = vec![Vec::new(); g];
         for (i, t) in sched.transfers.iter().enumerate() {
             members[t.group as usize].push(i as u32);
         }
-        let mut waiting: Vec<u32> = sched.groups.iter().map(|x| x.after.len() as u32).collect();
+        let waiting: Vec<u32> = sched.groups.iter().map(|x| x.after.len() as u32).collect();
         let mut followers: Vec<Vec<u32>> = vec![Vec::new(); g];
         for (i, x) in sched.groups.iter().enumerate() {
             for &a in &x.after {
                 followers[a as usize].push(i as u32);
             }
         }
-        self.latency = vec![0; g];
-        let mut step_latency = vec![0u64; g];
-        let mut mean_hop = vec![0u64; g];
-        // Per group: the mean time one chunk takes on an edge at its path's line rate (NVLink
-        // or the GPU's network rate), the unit of the pipeline fill.
-        let mut chunk_time = vec![0f64; g];
-        let line = Bandwidths::of(self.topo, self.ranks);
-        let mut finished = 0usize;
-        let now = self.net.engine().now().0;
-        for i in 0..g as u32 {
-            if waiting[i as usize] == 0 {
-                self.queue.push(Reverse((now, SUBMIT, i)));
-            }
+        Groups {
+            members,
+            waiting,
+            followers,
+            step_latency: vec![0; g],
+            mean_hop: vec![0; g],
+            chunk_time: vec![0.0; g],
+            line,
+            finished: 0,
         }
-        let mut done = Vec::new();
-        while let Some(at) = self.step(&mut done) {
-            for c in &done {
-                let i = self.owner_of(c.flow) as usize;
-                let group = &sched.groups[i];
-                let fill = (f64::from(group.fill) * chunk_time[i]).round() as u64;
-                let per_step = if group.lockstep {
-                    step_latency[i] + self.latency[i]
-                } else {
-                    mean_hop[i]
-                };
-                let extra = u64::from(group.steps) * per_step;
-                self.queue
-                    .push(Reverse((at + extra + fill, GROUP_DONE, i as u32)));
-            }
-            while let Some(&Reverse((when, kind, i))) = self.queue.peek() {
-                if when != at {
-                    break;
-                }
-                self.queue.pop();
-                if kind == SUBMIT {
-                    let edges = &members[i as usize];
-                    let wire: Vec<u64> = edges
-                        .iter()
-                        .map(|&t| {
-                            self.transport
-                                .protocol
-                                .wire_bytes(sched.transfers[t as usize].bytes)
-                        })
-                        .collect();
-                    let most = wire.iter().copied().max().unwrap_or(0);
-                    let mut strands = Vec::new();
-                    let (mut alpha, mut hop_sum) = (0, 0);
-                    for (&t, &w) in edges.iter().zip(&wire) {
-                        let tr = sched.transfers[t as usize];
-                        let step = self.transport.protocol.step_latency(self.hop(&tr)).0;
-                        alpha = alpha.max(step);
-                        let qps = self.qps_for(&tr);
-                        let share = if most > 0 {
-                            w as f64 / most as f64
-                        } else {
-                            1.0
-                        };
-                        for q in 0..qps {
-                            strands.push(self.strand(&tr, q, share / f64::from(qps))?);
-                        }
-                        if !sched.groups[i as usize].lockstep {
-                            let path = self.net.strand_latency(&strands[strands.len() - 1])?;
-                            hop_sum += step + path.0;
-                        }
-                    }
-                    mean_hop[i as usize] = hop_sum / edges.len().max(1) as u64;
-                    let chunks = f64::from(sched.groups[i as usize].chunks.max(1));
-                    chunk_time[i as usize] = edges
-                        .iter()
-                        .zip(&wire)
-                        .map(|(&t, &w)| {
-                            let rate = match self.hop(&sched.transfers[t as usize]) {
-                                HopKind::NvLink => line.nvlink,
-                                HopKind::Network => line.network,
-                            };
-                            w as f64 / chunks / rate.max(1.0) * 1e9
-                        })
-                        .sum::<f64>()
-                        / edges.len().max(1) as f64;
-                    step_latency[i as usize] = alpha;
-                    self.latency[i as usize] = self.submit(strands, most, i)?;
-                } else {
-                    finished += 1;
-                    for &f in &followers[i as usize] {
-                        waiting[f as usize] -= 1;
-                        if waiting[f as usize] == 0 {
-                            self.queue.push(Reverse((at, SUBMIT, f)));
-                        }
-                    }
-                }
-            }
-        }
-        if finished < g {
-            return Err(ExecError::Stalled {
-                left: g - finished,
-                total: g,
-            });
-        }
-        Ok(())
     }
+}
+
+/// Runs `sched` (planned for `req`) alone on `net` from the engine's current time, to the end.
+pub fn run<E: Engine>(
+    net: &mut Network<'_, E>,
+    sched: &Schedule,
+    req: &Request<'_>,
+    transport: Transport,
+) -> Result<Outcome, ExecError> {
+    let now = net.engine().now();
+    let mut x = Execution::new(net.topology(), sched.clone(), req, transport, now);
+    let mut submitted = Vec::new();
+    // Owners of this run's flows, by flow id from the first.
+    let mut owner: Vec<u32> = Vec::new();
+    let mut first = None;
+    let mut done = Vec::new();
+    let mut at = now;
+    loop {
+        submitted.clear();
+        x.fire(net, at, &mut submitted)?;
+        for &(id, o) in &submitted {
+            let base = *first.get_or_insert(id.0);
+            let slot = (id.0 - base) as usize;
+            if owner.len() <= slot {
+                owner.resize(slot + 1, NONE);
+            }
+            owner[slot] = o;
+        }
+        let next = match (net.engine().next_event(), x.next_event()) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => match a.or(b) {
+                Some(t) => t,
+                None => break,
+            },
+        };
+        done.clear();
+        net.advance(next, &mut done);
+        for c in &done {
+            let o = owner[(c.flow.0 - first.unwrap_or(0)) as usize];
+            x.flow_done(o, next);
+        }
+        at = next;
+    }
+    if !x.is_done() {
+        let (left, total) = x.left();
+        return Err(ExecError::Stalled { left, total });
+    }
+    Ok(x.outcome())
 }

@@ -22,7 +22,7 @@ pub mod schedule;
 pub mod tuner;
 
 pub use algo::{plan, Algorithm, Fidelity, Request, DEFAULT_CHUNK};
-pub use exec::{ExecError, Outcome, QpMode, Transport};
+pub use exec::{ExecError, Execution, Outcome, QpMode, Transport};
 pub use layout::Ranks;
 pub use op::Collective;
 pub use protocol::Protocol;
