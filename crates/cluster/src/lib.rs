@@ -1,0 +1,19 @@
+//! # fabricsim-cluster: jobs on a fabric
+//!
+//! The cluster layer binds workloads ([`fabricsim_workload`]) to GPUs ([`placement`]) as jobs
+//! ([`job`]) and runs them over time on one shared fabric ([`orchestrator`]): kernels on each
+//! GPU's streams, collectives as executions on the network engine, point-to-point transfers as
+//! flows. [`stats`] and [`report`] say what each job took; [`trace`] writes a Perfetto trace;
+//! [`scenario`] reads the TOML scenario files `fabricsim run` takes.
+
+pub mod job;
+pub mod orchestrator;
+pub mod placement;
+pub mod report;
+pub mod scenario;
+pub mod stats;
+pub mod trace;
+
+pub use job::{CommConfig, JobSpec};
+pub use orchestrator::{Orchestrator, RunError, RunOptions, RunOutput};
+pub use report::JobReport;

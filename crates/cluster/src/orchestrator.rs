@@ -1,0 +1,786 @@
+//! The orchestrator: owns simulated time and runs jobs' op DAGs on one shared fabric.
+//!
+//! Per rank there is a compute stream and a memory stream (one kernel at a time each, in the
+//! order ops become ready) and any number of communication operations in flight. An op is ready
+//! when the ops it depends on are done. A collective starts when every member of its group has
+//! reached it — the `k`-th collective a rank issues on a communicator (program order) meets the
+//! `k`-th of every other member — and collectives on one communicator run one at a time, in
+//! order, as on an NCCL stream. A send and the receive with the same (source, destination, tag)
+//! start a transfer when both are posted; both are done when its bytes arrive.
+//!
+//! Collectives spanning hosts run as [`Execution`]s on the network, sharing it with every other
+//! collective and transfer of every job; inside one host they run in closed form (see
+//! [`crate::job::CommConfig::host_closed_form`]). The orchestrator merges its own event queue
+//! (kernels finishing, executions' events, closed-form collectives finishing) with the engine's
+//! next completion; events at one instant are handled in a fixed order, so runs are
+//! deterministic.
+//!
+//! A job that cannot progress — a dependency cycle, a collective whose members never all
+//! arrive, a receive without a send — stops the run with a diagnosis.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
+
+use fabricsim_collectives::tuner::{choose, predict, Bandwidths};
+use fabricsim_collectives::{plan, Collective, ExecError, Execution, Ranks, Request, Transport};
+use fabricsim_netsim::{Engine, FlowEngine, FlowId, Network, NetworkError};
+use fabricsim_routing::key::mix;
+use fabricsim_routing::FlowKey;
+use fabricsim_topology::{Nanos, Topology};
+use fabricsim_workload::{OpKind, Program};
+
+use crate::job::JobSpec;
+use crate::stats::{CollectiveKey, JobStats, Lane, Slice};
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("job `{job}`: {source}")]
+    Plan {
+        job: String,
+        source: fabricsim_collectives::PlanError,
+    },
+    #[error("job `{job}`: {source}")]
+    Exec { job: String, source: ExecError },
+    #[error("job `{job}`: {source}")]
+    Network { job: String, source: NetworkError },
+    #[error("job `{job}` stalled at {at} ns with {done} of {total} ops done: {diagnosis}")]
+    Stalled {
+        job: String,
+        at: u64,
+        done: u64,
+        total: u64,
+        diagnosis: String,
+    },
+}
+
+/// Reverse dependency edges of a program (CSR) and each op's sequence number on its
+/// communicator slot.
+struct ProgramIndex {
+    offsets: Vec<u32>,
+    dependents: Vec<u32>,
+    /// Per op: its index among the collectives of its group slot, in program order.
+    coll_seq: Vec<u32>,
+}
+
+impl ProgramIndex {
+    fn new(p: &Program) -> ProgramIndex {
+        let n = p.len();
+        let mut offsets = vec![0u32; n + 1];
+        for i in 0..n as u32 {
+            for &d in p.deps(i) {
+                offsets[d as usize + 1] += 1;
+            }
+        }
+        for i in 0..n {
+            offsets[i + 1] += offsets[i];
+        }
+        let mut fill = offsets.clone();
+        let mut dependents = vec![0u32; offsets[n] as usize];
+        for i in 0..n as u32 {
+            for &d in p.deps(i) {
+                dependents[fill[d as usize] as usize] = i;
+                fill[d as usize] += 1;
+            }
+        }
+        let mut per_slot = vec![0u32; usize::from(p.group_slots)];
+        let coll_seq = p
+            .ops
+            .iter()
+            .map(|o| match o.kind {
+                OpKind::Collective { group, .. } => {
+                    let s = &mut per_slot[group as usize];
+                    *s += 1;
+                    *s - 1
+                }
+                _ => u32::MAX,
+            })
+            .collect();
+        ProgramIndex {
+            offsets,
+            dependents,
+            coll_seq,
+        }
+    }
+
+    fn dependents(&self, op: u32) -> &[u32] {
+        &self.dependents[self.offsets[op as usize] as usize..self.offsets[op as usize + 1] as usize]
+    }
+}
+
+#[derive(Default)]
+struct Stream {
+    queue: VecDeque<u32>,
+    busy: bool,
+    /// When the running kernel started.
+    since: u64,
+}
+
+/// Per rank: streams and the time accounting of [`JobStats`].
+#[derive(Default)]
+struct RankState {
+    compute: Stream,
+    memory: Stream,
+    /// Communication ops in flight (a collective from the rank's arrival, a transfer from its
+    /// start).
+    comm_active: u32,
+    last: u64,
+    compute_ns: u64,
+    exposed_ns: u64,
+    finish: u64,
+}
+
+impl RankState {
+    /// Adds the time since the last change to the bucket of the state the rank was in.
+    fn account(&mut self, now: u64) {
+        let dt = now.saturating_sub(self.last);
+        if self.compute.busy {
+            self.compute_ns += dt;
+        } else if self.comm_active > 0 {
+            self.exposed_ns += dt;
+        }
+        self.last = now;
+    }
+}
+
+/// A collective instance waiting for members or running.
+struct Instance {
+    job: u32,
+    group: u32,
+    op: Collective,
+    bytes: u64,
+    /// (rank, op, arrival time)
+    members: Vec<(u32, u32, u64)>,
+    start: u64,
+    exec: Option<Execution>,
+    /// The time an own event of the execution is scheduled at (to avoid duplicates).
+    wake: u64,
+}
+
+struct GroupState {
+    /// The sequence number allowed to start next.
+    next: u32,
+    busy: bool,
+    /// Instances by sequence number: arrived members.
+    pending: BTreeMap<u32, u32>,
+    ranks: Option<Ranks>,
+}
+
+struct Transfer {
+    job: u32,
+    src: (u32, u32),
+    dst: (u32, u32),
+    start: u64,
+    bytes: u64,
+}
+
+#[derive(Clone, Copy)]
+enum FlowOwner {
+    Exec { instance: u32, owner: u32 },
+    Transfer(u32),
+}
+
+struct JobState {
+    spec: JobSpec,
+    index: Vec<ProgramIndex>,
+    /// Per rank, where its ops' counters start in `remaining`.
+    base: Vec<usize>,
+    remaining: Vec<u32>,
+    ranks: Vec<RankState>,
+    groups: Vec<GroupState>,
+    done: u64,
+    total: u64,
+    stats: JobStats,
+    /// Sends and receives posted but not matched, by (src, dst, tag): the op and its post time.
+    unmatched: HashMap<(u32, u32, u64), ((u32, u32), u64)>,
+}
+
+const COMPUTE_DONE: u8 = 0;
+const MEMORY_DONE: u8 = 1;
+const COLL_DONE: u8 = 2;
+const EXEC_WAKE: u8 = 3;
+
+/// What a run produced.
+pub struct RunOutput {
+    pub jobs: Vec<JobStats>,
+    /// Simulated time at the end of the last job.
+    pub end: Nanos,
+    /// Engine variables submitted in all.
+    pub flows: u64,
+    pub events: u64,
+}
+
+/// Options of a run.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// Ranks whose slices are recorded for a trace, per job (empty: none).
+    pub trace_ranks: u32,
+    /// Called with (simulated ns, ops done, ops in all) now and then, for a progress bar.
+    pub progress_every: u64,
+}
+
+pub struct Orchestrator<'t> {
+    net: Network<'t, FlowEngine>,
+    topo: &'t Topology,
+    jobs: Vec<JobState>,
+    heap: BinaryHeap<Reverse<(u64, u8, u32, u32, u32)>>,
+    instances: Vec<Instance>,
+    transfers: Vec<Transfer>,
+    flow_owner: Vec<FlowOwner>,
+    /// Ready ops not yet dispatched: (job, rank, op).
+    ready: Vec<(u32, u32, u32)>,
+    /// Instances whose executions must act at the current instant.
+    touched: Vec<u32>,
+    submitted: Vec<(FlowId, u32)>,
+    options: RunOptions,
+    events: u64,
+    flows: u64,
+}
+
+impl<'t> Orchestrator<'t> {
+    pub fn new(net: Network<'t, FlowEngine>, jobs: Vec<JobSpec>, options: RunOptions) -> Self {
+        let topo = net.topology();
+        let jobs = jobs
+            .into_iter()
+            .map(|spec| {
+                let index: Vec<ProgramIndex> = spec.workload.programs.iter().map(ProgramIndex::new).collect();
+                let mut base = Vec::with_capacity(spec.workload.ranks.len());
+                let mut remaining = Vec::new();
+                for b in &spec.workload.ranks {
+                    base.push(remaining.len());
+                    let p = &spec.workload.programs[b.program as usize];
+                    remaining.extend((0..p.len() as u32).map(|i| p.deps(i).len() as u32));
+                }
+                let total = remaining.len() as u64;
+                let groups = spec
+                    .workload
+                    .groups
+                    .iter()
+                    .map(|_| GroupState {
+                        next: 0,
+                        busy: false,
+                        pending: BTreeMap::new(),
+                        ranks: None,
+                    })
+                    .collect();
+                let n = spec.workload.ranks.len();
+                let stats = JobStats::new(&spec, options.trace_ranks);
+                JobState {
+                    index,
+                    base,
+                    remaining,
+                    ranks: (0..n).map(|_| RankState::default()).collect(),
+                    groups,
+                    done: 0,
+                    total,
+                    stats,
+                    unmatched: HashMap::new(),
+                    spec,
+                }
+            })
+            .collect();
+        Orchestrator {
+            net,
+            topo,
+            jobs,
+            heap: BinaryHeap::new(),
+            instances: Vec::new(),
+            transfers: Vec::new(),
+            flow_owner: Vec::new(),
+            ready: Vec::new(),
+            touched: Vec::new(),
+            submitted: Vec::new(),
+            options,
+            events: 0,
+            flows: 0,
+        }
+    }
+
+    /// Runs every job to its end.
+    pub fn run(mut self, mut progress: impl FnMut(u64, u64, u64)) -> Result<RunOutput, RunError> {
+        for j in 0..self.jobs.len() as u32 {
+            let job = &self.jobs[j as usize];
+            for r in 0..job.ranks.len() as u32 {
+                let p = job.spec.workload.program_of(r);
+                for i in 0..p.len() as u32 {
+                    if p.deps(i).is_empty() {
+                        self.ready.push((j, r, i));
+                    }
+                }
+            }
+        }
+        let mut now = 0u64;
+        self.settle(now)?;
+        let mut done = Vec::new();
+        let total: u64 = self.jobs.iter().map(|j| j.total).sum();
+        let mut next_report = self.options.progress_every;
+        loop {
+            let own = self.heap.peek().map(|Reverse(e)| e.0);
+            let engine = self.net.engine().next_event().map(|t| t.0);
+            let t = match (own, engine) {
+                (Some(a), Some(b)) => a.min(b),
+                (a, b) => match a.or(b) {
+                    Some(t) => t,
+                    None => break,
+                },
+            };
+            now = t;
+            done.clear();
+            self.net.advance(Nanos(t), &mut done);
+            for c in &done {
+                self.events += 1;
+                match self.flow_owner[c.flow.0 as usize] {
+                    FlowOwner::Exec { instance, owner } => {
+                        if let Some(x) = self.instances[instance as usize].exec.as_mut() {
+                            x.flow_done(owner, Nanos(t));
+                            self.touched.push(instance);
+                        }
+                    }
+                    FlowOwner::Transfer(id) => self.transfer_done(id, t),
+                }
+            }
+            while let Some(&Reverse((when, kind, a, b, c))) = self.heap.peek() {
+                if when != t {
+                    break;
+                }
+                self.heap.pop();
+                self.events += 1;
+                match kind {
+                    COMPUTE_DONE => self.kernel_done(a, b, c, t, false),
+                    MEMORY_DONE => self.kernel_done(a, b, c, t, true),
+                    COLL_DONE => self.collective_done(a, t)?,
+                    _ => self.touched.push(a),
+                }
+            }
+            self.settle(t)?;
+            if self.options.progress_every > 0 && self.events >= next_report {
+                next_report = self.events + self.options.progress_every;
+                let done: u64 = self.jobs.iter().map(|j| j.done).sum();
+                progress(t, done, total);
+            }
+        }
+        for (j, job) in self.jobs.iter().enumerate() {
+            if job.done < job.total {
+                return Err(RunError::Stalled {
+                    job: job.spec.name.clone(),
+                    at: now,
+                    done: job.done,
+                    total: job.total,
+                    diagnosis: self.diagnose(j as u32),
+                });
+            }
+        }
+        for job in &mut self.jobs {
+            job.stats.compute_ns = job.ranks.iter().map(|r| r.compute_ns).sum();
+            job.stats.exposed_comm_ns = job.ranks.iter().map(|r| r.exposed_ns).sum();
+        }
+        let end = self.jobs.iter().map(|j| j.stats.iteration_ns).max().unwrap_or(0);
+        let (flows, events) = (self.flows, self.events);
+        Ok(RunOutput {
+            jobs: self.jobs.into_iter().map(|j| j.stats).collect(),
+            end: Nanos(end),
+            flows,
+            events,
+        })
+    }
+
+    /// Dispatches ready ops and lets touched executions act, until nothing more happens at `t`.
+    fn settle(&mut self, t: u64) -> Result<(), RunError> {
+        loop {
+            while let Some((j, r, op)) = self.ready.pop() {
+                self.dispatch(j, r, op, t)?;
+            }
+            if self.touched.is_empty() {
+                return Ok(());
+            }
+            let mut touched = std::mem::take(&mut self.touched);
+            touched.sort_unstable();
+            touched.dedup();
+            for &i in &touched {
+                self.fire(i, t)?;
+            }
+            touched.clear();
+            self.touched = touched;
+        }
+    }
+
+    fn job_err(&self, j: u32) -> String {
+        self.jobs[j as usize].spec.name.clone()
+    }
+
+    /// Lets instance `i`'s execution act at `t`.
+    fn fire(&mut self, i: u32, t: u64) -> Result<(), RunError> {
+        let inst = &mut self.instances[i as usize];
+        let Some(x) = inst.exec.as_mut() else {
+            return Ok(());
+        };
+        self.submitted.clear();
+        let job = inst.job;
+        if let Err(source) = x.fire(&mut self.net, Nanos(t), &mut self.submitted) {
+            return Err(RunError::Exec {
+                job: self.job_err(job),
+                source,
+            });
+        }
+        for &(id, owner) in &self.submitted {
+            self.flows += 1;
+            let slot = id.0 as usize;
+            if self.flow_owner.len() <= slot {
+                self.flow_owner.resize(slot + 1, FlowOwner::Transfer(u32::MAX));
+            }
+            self.flow_owner[slot] = FlowOwner::Exec { instance: i, owner };
+        }
+        let inst = &mut self.instances[i as usize];
+        let x = inst.exec.as_ref().expect("checked above");
+        if x.is_done() {
+            let end = inst.start + x.outcome().time.0;
+            inst.exec = None;
+            self.heap.push(Reverse((end.max(t), COLL_DONE, i, 0, 0)));
+        } else if let Some(next) = x.next_event() {
+            if next.0 != inst.wake {
+                inst.wake = next.0;
+                self.heap.push(Reverse((next.0.max(t), EXEC_WAKE, i, 0, 0)));
+            }
+        }
+        Ok(())
+    }
+
+    fn dispatch(&mut self, j: u32, r: u32, op: u32, t: u64) -> Result<(), RunError> {
+        let job = &mut self.jobs[j as usize];
+        let binding = &job.spec.workload.ranks[r as usize];
+        let prog = &job.spec.workload.programs[binding.program as usize];
+        match prog.ops[op as usize].kind {
+            OpKind::Compute(_) => {
+                job.ranks[r as usize].compute.queue.push_back(op);
+                self.start_kernel(j, r, t, false);
+            }
+            OpKind::Memory { .. } => {
+                job.ranks[r as usize].memory.queue.push_back(op);
+                self.start_kernel(j, r, t, true);
+            }
+            OpKind::Nop => self.complete(j, r, op, t),
+            OpKind::Collective { op: coll, bytes, group } => {
+                let g = binding.groups[group as usize];
+                let seq = job.index[binding.program as usize].coll_seq[op as usize];
+                let rank = &mut job.ranks[r as usize];
+                rank.account(t);
+                rank.comm_active += 1;
+                let gs = &mut job.groups[g as usize];
+                let inst = match gs.pending.get(&seq) {
+                    Some(&i) => i,
+                    None => {
+                        let i = self.instances.len() as u32;
+                        self.instances.push(Instance {
+                            job: j,
+                            group: g,
+                            op: coll,
+                            bytes,
+                            members: Vec::new(),
+                            start: 0,
+                            exec: None,
+                            wake: u64::MAX,
+                        });
+                        gs.pending.insert(seq, i);
+                        i
+                    }
+                };
+                self.instances[inst as usize].members.push((r, op, t));
+                self.try_start(j, g, t)?;
+            }
+            OpKind::Send { peer, tag, .. } | OpKind::Recv { peer, tag, .. } => {
+                let p = binding.peers[peer as usize];
+                let send = matches!(prog.ops[op as usize].kind, OpKind::Send { .. });
+                let key = if send { (r, p, tag) } else { (p, r, tag) };
+                match job.unmatched.remove(&key) {
+                    None => {
+                        job.unmatched.insert(key, ((r, op), t));
+                    }
+                    Some((other, _)) => {
+                        let (src, dst) = if send { ((r, op), other) } else { (other, (r, op)) };
+                        self.start_transfer(j, src, dst, t)?;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn start_kernel(&mut self, j: u32, r: u32, t: u64, memory: bool) {
+        let job = &mut self.jobs[j as usize];
+        let rank = &mut job.ranks[r as usize];
+        let stream = if memory { &rank.memory } else { &rank.compute };
+        if stream.busy {
+            return;
+        }
+        rank.account(t);
+        let stream = if memory { &mut rank.memory } else { &mut rank.compute };
+        let Some(op) = stream.queue.pop_front() else {
+            return;
+        };
+        stream.busy = true;
+        stream.since = t;
+        let prog = job.spec.workload.program_of(r);
+        let dt = match prog.ops[op as usize].kind {
+            OpKind::Compute(c) => job.spec.compute.time(&c).0,
+            OpKind::Memory { bytes, .. } => job.spec.compute.memory_time(bytes).0,
+            _ => 0,
+        };
+        let kind = if memory { MEMORY_DONE } else { COMPUTE_DONE };
+        self.heap.push(Reverse((t + dt, kind, j, r, op)));
+    }
+
+    fn kernel_done(&mut self, j: u32, r: u32, op: u32, t: u64, memory: bool) {
+        let job = &mut self.jobs[j as usize];
+        let rank = &mut job.ranks[r as usize];
+        rank.account(t);
+        let stream = if memory { &mut rank.memory } else { &mut rank.compute };
+        stream.busy = false;
+        let since = stream.since;
+        let lane = if memory { Lane::Memory } else { Lane::Compute };
+        let label = job.spec.workload.program_of(r).ops[op as usize].label;
+        job.stats.slice(Slice { rank: r, lane, label, start: since, end: t });
+        if !memory {
+            if let OpKind::Compute(c) = job.spec.workload.program_of(r).ops[op as usize].kind {
+                job.stats.hardware_flops += c.flops;
+            }
+        }
+        self.complete(j, r, op, t);
+        self.start_kernel(j, r, t, memory);
+    }
+
+    /// `op` of rank `r` is done at `t`: release its dependents.
+    fn complete(&mut self, j: u32, r: u32, op: u32, t: u64) {
+        let job = &mut self.jobs[j as usize];
+        job.done += 1;
+        let rank = &mut job.ranks[r as usize];
+        rank.finish = rank.finish.max(t);
+        job.stats.iteration_ns = job.stats.iteration_ns.max(t);
+        let b = job.base[r as usize];
+        let prog = job.spec.workload.ranks[r as usize].program as usize;
+        for &d in job.index[prog].dependents(op) {
+            let c = &mut job.remaining[b + d as usize];
+            *c -= 1;
+            if *c == 0 {
+                self.ready.push((j, r, d));
+            }
+        }
+    }
+
+    fn group_ranks(&mut self, j: u32, g: u32) -> Result<&Ranks, RunError> {
+        let job = &mut self.jobs[j as usize];
+        if job.groups[g as usize].ranks.is_none() {
+            let gpus = job.spec.workload.groups[g as usize]
+                .ranks
+                .iter()
+                .map(|&r| job.spec.gpus[r as usize])
+                .collect();
+            let ranks = Ranks::new(self.topo, gpus).map_err(|source| RunError::Plan {
+                job: job.spec.name.clone(),
+                source,
+            })?;
+            job.groups[g as usize].ranks = Some(ranks);
+        }
+        Ok(job.groups[g as usize].ranks.as_ref().expect("set above"))
+    }
+
+    /// Starts the group's next collective if every member has arrived and the group is free.
+    fn try_start(&mut self, j: u32, g: u32, t: u64) -> Result<(), RunError> {
+        let job = &self.jobs[j as usize];
+        let gs = &job.groups[g as usize];
+        if gs.busy {
+            return Ok(());
+        }
+        let Some(&i) = gs.pending.get(&gs.next) else {
+            return Ok(());
+        };
+        let size = job.spec.workload.groups[g as usize].ranks.len();
+        if self.instances[i as usize].members.len() < size {
+            return Ok(());
+        }
+        let comm = job.spec.comm;
+        let group_seed = mix(comm.seed ^ (u64::from(j) << 32) ^ u64::from(g));
+        let gs = &mut self.jobs[j as usize].groups[g as usize];
+        gs.pending.remove(&gs.next);
+        gs.busy = true;
+        let (op, bytes) = (self.instances[i as usize].op, self.instances[i as usize].bytes);
+        self.instances[i as usize].start = t;
+        let topo = self.topo;
+        let ranks = self.group_ranks(j, g)?.clone();
+        if ranks.len() <= 1 {
+            self.heap.push(Reverse((t, COLL_DONE, i, 0, 0)));
+            return Ok(());
+        }
+        let bw = Bandwidths::of(topo, &ranks);
+        let (best, all) = choose(op, bytes, &ranks, bw);
+        let algorithm = comm.algorithm.filter(|a| a.supports(op)).unwrap_or(best.algorithm);
+        let protocol = comm.protocol.unwrap_or_else(|| {
+            all.iter()
+                .filter(|c| c.algorithm == algorithm)
+                .min_by(|x, y| x.predicted_us.total_cmp(&y.predicted_us))
+                .map_or(best.protocol, |c| c.protocol)
+        });
+        if comm.host_closed_form && ranks.hosts().len() == 1 {
+            let us = predict(op, bytes, &ranks, bw, algorithm, protocol);
+            let end = t + (us * 1e3).round() as u64;
+            self.heap.push(Reverse((end, COLL_DONE, i, 0, 0)));
+            return Ok(());
+        }
+        let req = Request {
+            op,
+            bytes,
+            ranks: &ranks,
+            algorithm,
+            channels: comm.channels,
+            chunk: comm.chunk,
+            fidelity: comm.fidelity,
+            sizes: None,
+        };
+        let name = self.job_err(j);
+        let sched = plan(&req).map_err(|source| RunError::Plan { job: name, source })?;
+        let transport = Transport {
+            protocol,
+            qps: comm.qps,
+            qp_mode: comm.qp_mode,
+            seed: group_seed,
+        };
+        self.instances[i as usize].exec = Some(Execution::new(topo, sched, &req, transport, Nanos(t)));
+        self.touched.push(i);
+        Ok(())
+    }
+
+    fn collective_done(&mut self, i: u32, t: u64) -> Result<(), RunError> {
+        let inst = &mut self.instances[i as usize];
+        let (j, g) = (inst.job, inst.group);
+        let members = std::mem::take(&mut inst.members);
+        let (op, bytes, start) = (inst.op, inst.bytes, inst.start);
+        let job = &mut self.jobs[j as usize];
+        let group = &job.spec.workload.groups[g as usize];
+        let key = CollectiveKey::new(op, &group.name, group.ranks.len());
+        job.stats.collective(key, bytes, t - start);
+        for &(r, op_index, arrived) in &members {
+            let rank = &mut job.ranks[r as usize];
+            rank.account(t);
+            rank.comm_active -= 1;
+            let label = job.spec.workload.program_of(r).ops[op_index as usize].label;
+            job.stats.slice(Slice { rank: r, lane: Lane::Comm, label, start: arrived, end: t });
+        }
+        let gs = &mut job.groups[g as usize];
+        gs.busy = false;
+        gs.next += 1;
+        for (r, op_index, _) in members {
+            self.complete(j, r, op_index, t);
+        }
+        // The next collective on the group may be waiting.
+        self.try_start(j, g, t)
+    }
+
+    fn start_transfer(&mut self, j: u32, src: (u32, u32), dst: (u32, u32), t: u64) -> Result<(), RunError> {
+        let job = &mut self.jobs[j as usize];
+        let bytes = match job.spec.workload.program_of(src.0).ops[src.1 as usize].kind {
+            OpKind::Send { bytes, .. } => bytes,
+            _ => 0,
+        };
+        for r in [src.0, dst.0] {
+            let rank = &mut job.ranks[r as usize];
+            rank.account(t);
+            rank.comm_active += 1;
+        }
+        let (a, b) = (job.spec.gpus[src.0 as usize], job.spec.gpus[dst.0 as usize]);
+        let seed = mix(job.spec.comm.seed ^ (u64::from(j) << 32) ^ 0x5e4d);
+        let id = self.transfers.len() as u32;
+        self.transfers.push(Transfer {
+            job: j,
+            src,
+            dst,
+            start: t,
+            bytes,
+        });
+        if bytes == 0 || a == b {
+            self.transfer_done(id, t);
+            return Ok(());
+        }
+        let flow = self
+            .net
+            .submit(FlowKey::connection(a, b, 0, seed), bytes, None)
+            .map_err(|source| RunError::Network {
+                job: self.jobs[j as usize].spec.name.clone(),
+                source,
+            })?;
+        self.flows += 1;
+        let slot = flow.0 as usize;
+        if self.flow_owner.len() <= slot {
+            self.flow_owner.resize(slot + 1, FlowOwner::Transfer(u32::MAX));
+        }
+        self.flow_owner[slot] = FlowOwner::Transfer(id);
+        Ok(())
+    }
+
+    fn transfer_done(&mut self, id: u32, t: u64) {
+        let tr = &self.transfers[id as usize];
+        let (j, src, dst, start, bytes) = (tr.job, tr.src, tr.dst, tr.start, tr.bytes);
+        let job = &mut self.jobs[j as usize];
+        job.stats.transfer(bytes, t - start);
+        for (r, op) in [src, dst] {
+            let rank = &mut job.ranks[r as usize];
+            rank.account(t);
+            rank.comm_active -= 1;
+            let label = job.spec.workload.program_of(r).ops[op as usize].label;
+            job.stats.slice(Slice { rank: r, lane: Lane::Comm, label, start, end: t });
+        }
+        self.complete(j, src.0, src.1, t);
+        self.complete(j, dst.0, dst.1, t);
+    }
+
+    /// Why job `j` cannot progress: the first few things that wait forever.
+    fn diagnose(&self, j: u32) -> String {
+        let job = &self.jobs[j as usize];
+        let w = &job.spec.workload;
+        let mut out = Vec::new();
+        for (g, gs) in job.groups.iter().enumerate() {
+            for (&seq, &i) in &gs.pending {
+                let inst = &self.instances[i as usize];
+                let group = &w.groups[g];
+                let arrived: Vec<u32> = inst.members.iter().map(|m| m.0).collect();
+                let missing: Vec<String> = group
+                    .ranks
+                    .iter()
+                    .filter(|r| !arrived.contains(r))
+                    .take(8)
+                    .map(u32::to_string)
+                    .collect();
+                if !missing.is_empty() {
+                    out.push(format!(
+                        "{} #{seq} on group `{}` waits for ranks {}{}",
+                        inst.op.name(),
+                        group.name,
+                        missing.join(", "),
+                        if group.ranks.len() - arrived.len() > 8 { ", ..." } else { "" }
+                    ));
+                }
+            }
+        }
+        let mut unmatched: Vec<_> = job.unmatched.iter().collect();
+        unmatched.sort_unstable_by_key(|(k, _)| **k);
+        for (&(src, dst, tag), &((r, _), _)) in unmatched.iter().take(4) {
+            let what = if r == src { "send" } else { "receive" };
+            out.push(format!("rank {r}'s {what} ({src} -> {dst}, tag {tag}) has no partner"));
+        }
+        if out.is_empty() {
+            // Nothing waits on a peer: the ops left wait on each other (a cycle).
+            'ranks: for (r, b) in w.ranks.iter().enumerate() {
+                let p = &w.programs[b.program as usize];
+                for (i, op) in p.ops.iter().enumerate() {
+                    if job.remaining[job.base[r] + i] > 0 {
+                        out.push(format!(
+                            "rank {r}: op {} (`{}`) waits on ops that never finish (a dependency cycle?)",
+                            op.id,
+                            w.label(op)
+                        ));
+                        break 'ranks;
+                    }
+                }
+            }
+        }
+        out.truncate(6);
+        out.join("; ")
+    }
+}

@@ -1,0 +1,123 @@
+//! What a run measures per job, and the slices a trace shows.
+//!
+//! Time split (per rank, then averaged over ranks): *compute* is time with a kernel on the
+//! compute stream (communication overlapped with it is hidden); *exposed communication* is time
+//! with no kernel running while the rank has a communication op in flight (a collective from
+//! the rank's arrival, so waiting for slower members counts; a transfer from when both sides
+//! are posted); *idle* is the rest of the iteration: the pipeline bubble, and waiting for
+//! inputs that are not communication.
+
+use std::collections::BTreeMap;
+
+use fabricsim_collectives::Collective;
+
+use crate::job::JobSpec;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Lane {
+    Compute,
+    Comm,
+    Memory,
+}
+
+/// One op's span on a rank, for the trace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Slice {
+    pub rank: u32,
+    pub lane: Lane,
+    pub label: u32,
+    pub start: u64,
+    pub end: u64,
+}
+
+/// Collectives are reported by operation and communicator kind (the group name without its
+/// trailing number: `tp`, `dp`, `world`) and size.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct CollectiveKey {
+    pub op: Collective,
+    pub scope: String,
+    pub ranks: usize,
+}
+
+impl CollectiveKey {
+    pub fn new(op: Collective, group: &str, ranks: usize) -> CollectiveKey {
+        let scope = group.trim_end_matches(|c: char| c.is_ascii_digit());
+        CollectiveKey {
+            op,
+            scope: if scope.is_empty() { group.to_string() } else { scope.to_string() },
+            ranks,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Tally {
+    pub count: u64,
+    pub bytes: u64,
+    /// Summed over instances, ns.
+    pub time_ns: u64,
+}
+
+#[derive(Clone, Debug)]
+pub struct JobStats {
+    pub name: String,
+    pub ranks: u32,
+    pub gpu: &'static str,
+    pub peak_flops: f64,
+    pub tokens: u64,
+    pub model_flops: f64,
+    /// FLOPs of every kernel run (recomputation included).
+    pub hardware_flops: f64,
+    /// The last op's end, ns from the run's start.
+    pub iteration_ns: u64,
+    /// Summed over ranks, ns.
+    pub compute_ns: u64,
+    pub exposed_comm_ns: u64,
+    pub collectives: BTreeMap<CollectiveKey, Tally>,
+    pub transfers: Tally,
+    pub trace_ranks: u32,
+    pub slices: Vec<Slice>,
+    pub labels: Vec<String>,
+}
+
+impl JobStats {
+    pub fn new(spec: &JobSpec, trace_ranks: u32) -> JobStats {
+        JobStats {
+            name: spec.name.clone(),
+            ranks: spec.workload.ranks.len() as u32,
+            gpu: spec.compute.gpu.name,
+            peak_flops: spec.compute.gpu.peak_flops,
+            tokens: spec.workload.accounting.tokens,
+            model_flops: spec.workload.accounting.model_flops,
+            hardware_flops: 0.0,
+            iteration_ns: 0,
+            compute_ns: 0,
+            exposed_comm_ns: 0,
+            collectives: BTreeMap::new(),
+            transfers: Tally::default(),
+            trace_ranks,
+            slices: Vec::new(),
+            labels: if trace_ranks > 0 { spec.workload.labels.clone() } else { Vec::new() },
+        }
+    }
+
+    pub fn slice(&mut self, s: Slice) {
+        if s.rank < self.trace_ranks {
+            self.slices.push(s);
+        }
+    }
+
+    pub fn collective(&mut self, key: CollectiveKey, bytes: u64, time_ns: u64) {
+        let t = self.collectives.entry(key).or_default();
+        t.count += 1;
+        t.bytes += bytes;
+        t.time_ns += time_ns;
+    }
+
+    pub fn transfer(&mut self, bytes: u64, time_ns: u64) {
+        self.transfers.count += 1;
+        self.transfers.bytes += bytes;
+        self.transfers.time_ns += time_ns;
+    }
+}
