@@ -9,6 +9,7 @@ mod failure;
 mod flows;
 mod output;
 mod route;
+mod run;
 mod topo;
 
 use std::process::ExitCode;
@@ -38,6 +39,10 @@ enum Command {
     Flows(flows::FlowsArgs),
     /// Benchmark a collective over a size sweep, as nccl-tests does.
     Bench(Box<bench::BenchArgs>),
+    /// Run a scenario: training jobs on a fabric (no file: the built-in default).
+    Run(Box<run::RunArgs>),
+    /// Replay a Chakra execution trace on a fabric.
+    Replay(Box<run::ReplayArgs>),
 }
 
 fn main() -> ExitCode {
@@ -54,6 +59,8 @@ fn main() -> ExitCode {
         Command::Route(cmd) => route::run(cmd),
         Command::Flows(args) => flows::run(args),
         Command::Bench(args) => bench::run(*args),
+        Command::Run(args) => run::run(*args),
+        Command::Replay(args) => run::replay(*args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

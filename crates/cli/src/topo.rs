@@ -61,10 +61,13 @@ pub struct FabricArgs {
 }
 
 impl FabricArgs {
-    pub fn load(&self) -> Result<Topology, crate::failure::Failure> {
+    pub fn source(&self) -> Result<FabricSource, crate::failure::Failure> {
         FabricSource::from_args(self.preset.as_deref(), self.file.as_deref(), &self.set)
-            .and_then(|s| s.load())
             .map_err(input)
+    }
+
+    pub fn load(&self) -> Result<Topology, crate::failure::Failure> {
+        self.source()?.load().map_err(input)
     }
 }
 

@@ -11,6 +11,7 @@ pub mod orchestrator;
 pub mod placement;
 pub mod report;
 pub mod scenario;
+pub mod simulate;
 pub mod stats;
 pub mod trace;
 

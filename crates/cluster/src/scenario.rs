@@ -1,1 +1,378 @@
-pub fn placeholder() {}
+//! Scenario files (TOML, `docs/scenarios.md`): a fabric, its routing, jobs (a workload, GPUs,
+//! a placement, collective settings) and outputs. Unknown keys are errors; every error names
+//! the file and the key (TOML syntax errors give line and column).
+
+use std::path::{Path, PathBuf};
+
+use fabricsim_collectives::{Algorithm, Fidelity, Protocol, QpMode};
+use fabricsim_routing::{HashConfig, Policy};
+use fabricsim_topology::FabricSource;
+use fabricsim_workload::llm::{DpMode, ModelSpec, Parallelism, Recompute, Training};
+use fabricsim_workload::GpuSpec;
+use serde::Deserialize;
+
+use crate::job::CommConfig;
+use crate::placement::Placement;
+
+/// The built-in default scenario (`fabricsim run` with no file).
+pub const DEFAULT: &str = include_str!("../../../scenarios/default.toml");
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    fabric: FabricToml,
+    #[serde(default)]
+    routing: RoutingToml,
+    #[serde(default, rename = "job")]
+    jobs: Vec<JobToml>,
+    #[serde(default)]
+    output: OutputToml,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FabricToml {
+    preset: Option<String>,
+    file: Option<PathBuf>,
+    #[serde(default)]
+    set: Vec<String>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RoutingToml {
+    policy: Option<String>,
+    #[serde(default)]
+    seed: u64,
+    #[serde(default)]
+    polarized: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JobToml {
+    name: String,
+    #[serde(default = "packed")]
+    placement: String,
+    #[serde(default)]
+    seed: u64,
+    #[serde(default)]
+    hosts: Vec<String>,
+    #[serde(default = "h100")]
+    gpu: String,
+    llm: Option<LlmToml>,
+    chakra: Option<ChakraToml>,
+    #[serde(default)]
+    collectives: CollectivesToml,
+}
+
+fn packed() -> String {
+    "packed".into()
+}
+
+fn h100() -> String {
+    "H100".into()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LlmToml {
+    model: String,
+    layers: Option<u32>,
+    d_model: Option<u32>,
+    ffn: Option<u32>,
+    heads: Option<u32>,
+    kv_heads: Option<u32>,
+    vocab: Option<u32>,
+    experts: Option<u32>,
+    top_k: Option<u32>,
+    #[serde(default = "one")]
+    tp: u32,
+    #[serde(default)]
+    sp: bool,
+    #[serde(default = "one")]
+    cp: u32,
+    #[serde(default = "one")]
+    pp: u32,
+    #[serde(default = "one")]
+    vpp: u32,
+    #[serde(default = "one")]
+    dp: u32,
+    #[serde(default = "fsdp")]
+    dp_mode: String,
+    #[serde(default = "one")]
+    ep: u32,
+    seq: u32,
+    #[serde(default = "one")]
+    micro_batch: u32,
+    global_batch: u32,
+    #[serde(default = "none")]
+    recompute: String,
+    #[serde(default = "four")]
+    grad_bytes: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn four() -> u32 {
+    4
+}
+
+fn fsdp() -> String {
+    "fsdp".into()
+}
+
+fn none() -> String {
+    "none".into()
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ChakraToml {
+    prefix: PathBuf,
+    groups: Option<PathBuf>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CollectivesToml {
+    algorithm: Option<String>,
+    protocol: Option<String>,
+    channels: Option<u32>,
+    qps: Option<u32>,
+    qp_mode: Option<String>,
+    fidelity: Option<String>,
+    host_closed_form: Option<bool>,
+    seed: Option<u64>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OutputToml {
+    json: Option<PathBuf>,
+    trace: Option<PathBuf>,
+    trace_ranks: Option<u32>,
+}
+
+/// Where a job's workload comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum WorkloadSource {
+    Llm(Box<Training>),
+    Chakra { prefix: PathBuf, groups: Option<PathBuf> },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobEntry {
+    pub name: String,
+    pub placement: Placement,
+    pub gpu: GpuSpec,
+    pub workload: WorkloadSource,
+    pub comm: CommConfig,
+}
+
+/// A checked scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scenario {
+    pub fabric: FabricSource,
+    pub policy: Policy,
+    pub hash: HashConfig,
+    pub jobs: Vec<JobEntry>,
+    pub json: Option<PathBuf>,
+    pub trace: Option<PathBuf>,
+    pub trace_ranks: u32,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{file}: {what}")]
+pub struct ScenarioError {
+    pub file: String,
+    pub what: String,
+}
+
+fn pick<T: Copy>(key: &str, value: &str, all: &[T], name: fn(T) -> &'static str) -> Result<T, String> {
+    all.iter().copied().find(|&x| name(x) == value).ok_or_else(|| {
+        format!(
+            "{key} = \"{value}\": expected one of {}",
+            all.iter().map(|&x| name(x)).collect::<Vec<_>>().join(", ")
+        )
+    })
+}
+
+impl Scenario {
+    /// Parses `text` (the file `file`, whose directory relative paths are taken from).
+    pub fn parse(text: &str, file: &Path) -> Result<Scenario, ScenarioError> {
+        let err = |what: String| ScenarioError {
+            file: file.display().to_string(),
+            what,
+        };
+        let raw: File = toml::from_str(text).map_err(|e| err(e.to_string().trim_end().to_string()))?;
+        let base = file.parent().unwrap_or(Path::new("."));
+        let resolve = |p: &Path| if p.is_absolute() { p.to_path_buf() } else { base.join(p) };
+        let fabric = match (&raw.fabric.file, &raw.fabric.preset) {
+            (Some(_), Some(_)) => return Err(err("[fabric]: give `preset` or `file`, not both".into())),
+            (Some(f), None) => FabricSource::File(resolve(f)),
+            (None, p) => FabricSource::from_args(p.as_deref(), None, &raw.fabric.set)
+                .map_err(|e| err(format!("[fabric] set: {e}")))?,
+        };
+        let policy = match &raw.routing.policy {
+            None => Policy::Ecmp,
+            Some(p) => Policy::parse(p).ok_or_else(|| {
+                err(format!("[routing] policy = \"{p}\": expected one of {}", Policy::NAMES.join(", ")))
+            })?,
+        };
+        if raw.jobs.is_empty() {
+            return Err(err("no [[job]]: a scenario runs at least one job".into()));
+        }
+        let mut jobs = Vec::new();
+        for (i, j) in raw.jobs.iter().enumerate() {
+            let at = |what: String| err(format!("job {} (`{}`): {what}", i + 1, j.name));
+            if jobs.iter().any(|x: &JobEntry| x.name == j.name) {
+                return Err(at("a second job with this name".into()));
+            }
+            let gpu = GpuSpec::named(&j.gpu)
+                .ok_or_else(|| at(format!("gpu = \"{}\": expected one of {}", j.gpu, GpuSpec::names().join(", "))))?;
+            let placement = match j.placement.as_str() {
+                "packed" => Placement::Packed,
+                "random" => Placement::Random { seed: j.seed },
+                "hosts" if !j.hosts.is_empty() => Placement::Hosts(j.hosts.clone()),
+                "hosts" => return Err(at("placement = \"hosts\" needs a `hosts` list".into())),
+                p => return Err(at(format!("placement = \"{p}\": expected packed, random or hosts"))),
+            };
+            let workload = match (&j.llm, &j.chakra) {
+                (Some(l), None) => WorkloadSource::Llm(Box::new(llm(l, gpu).map_err(|w| at(format!("llm.{w}")))?)),
+                (None, Some(c)) => WorkloadSource::Chakra {
+                    prefix: resolve(&c.prefix),
+                    groups: c.groups.as_deref().map(resolve),
+                },
+                _ => return Err(at("give exactly one of [job.llm] and [job.chakra]".into())),
+            };
+            let comm = collectives(&j.collectives).map_err(|w| at(format!("collectives.{w}")))?;
+            jobs.push(JobEntry {
+                name: j.name.clone(),
+                placement,
+                gpu,
+                workload,
+                comm,
+            });
+        }
+        Ok(Scenario {
+            fabric,
+            policy,
+            hash: HashConfig {
+                seed: raw.routing.seed,
+                polarized: raw.routing.polarized,
+            },
+            jobs,
+            json: raw.output.json.as_deref().map(resolve),
+            trace: raw.output.trace.as_deref().map(resolve),
+            trace_ranks: raw.output.trace_ranks.unwrap_or(16),
+        })
+    }
+
+    pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
+            file: path.display().to_string(),
+            what: e.to_string(),
+        })?;
+        Scenario::parse(&text, path)
+    }
+
+    /// The built-in default.
+    pub fn default_scenario() -> Scenario {
+        Scenario::parse(DEFAULT, Path::new("scenarios/default.toml")).expect("the built-in scenario is valid")
+    }
+}
+
+fn llm(l: &LlmToml, gpu: GpuSpec) -> Result<Training, String> {
+    let mut model = ModelSpec::named(&l.model).ok_or_else(|| {
+        format!(
+            "model = \"{}\": expected one of {}",
+            l.model,
+            ModelSpec::presets().iter().map(|m| m.name.clone()).collect::<Vec<_>>().join(", ")
+        )
+    })?;
+    for (v, field) in [
+        (l.layers, &mut model.layers),
+        (l.d_model, &mut model.d_model),
+        (l.ffn, &mut model.ffn),
+        (l.heads, &mut model.heads),
+        (l.kv_heads, &mut model.kv_heads),
+        (l.vocab, &mut model.vocab),
+        (l.experts, &mut model.experts),
+        (l.top_k, &mut model.top_k),
+    ] {
+        if let Some(v) = v {
+            *field = v;
+        }
+    }
+    let dp_mode = match l.dp_mode.as_str() {
+        "ddp" => DpMode::Ddp,
+        "fsdp" => DpMode::Fsdp,
+        m => return Err(format!("dp_mode = \"{m}\": expected ddp or fsdp")),
+    };
+    let recompute = match l.recompute.as_str() {
+        "none" => Recompute::None,
+        "selective" => Recompute::Selective,
+        "full" => Recompute::Full,
+        m => return Err(format!("recompute = \"{m}\": expected none, selective or full")),
+    };
+    let t = Training {
+        model,
+        parallel: Parallelism {
+            tp: l.tp,
+            sp: l.sp,
+            cp: l.cp,
+            pp: l.pp,
+            vpp: l.vpp,
+            dp: l.dp,
+            dp_mode,
+            ep: l.ep,
+        },
+        seq: l.seq,
+        micro_batch: l.micro_batch,
+        global_batch: l.global_batch,
+        recompute,
+        grad_bytes: l.grad_bytes,
+        gpu,
+    };
+    t.check().map_err(|e| format!(" {e}").trim_start().to_string())?;
+    Ok(t)
+}
+
+fn collectives(c: &CollectivesToml) -> Result<CommConfig, String> {
+    let mut out = CommConfig::default();
+    if let Some(a) = c.algorithm.as_deref().filter(|a| *a != "auto") {
+        out.algorithm = Some(pick("algorithm", a, &Algorithm::ALL, Algorithm::name)?);
+    }
+    if let Some(p) = c.protocol.as_deref().filter(|p| *p != "auto") {
+        out.protocol = Some(pick("protocol", p, &Protocol::ALL, Protocol::name)?);
+    }
+    if let Some(ch) = c.channels {
+        if ch == 0 || ch > 64 {
+            return Err(format!("channels = {ch}: expected 1 to 64"));
+        }
+        out.channels = ch;
+    }
+    if let Some(q) = c.qps {
+        if q == 0 || q > 64 {
+            return Err(format!("qps = {q}: expected 1 to 64"));
+        }
+        out.qps = q;
+    }
+    if let Some(m) = &c.qp_mode {
+        out.qp_mode = pick("qp_mode", m, &[QpMode::Split, QpMode::RoundRobin], QpMode::name)?;
+    }
+    if let Some(f) = &c.fidelity {
+        out.fidelity = pick("fidelity", f, &[Fidelity::Step, Fidelity::Pipelined], Fidelity::name)?;
+    }
+    if let Some(h) = c.host_closed_form {
+        out.host_closed_form = h;
+    }
+    if let Some(s) = c.seed {
+        out.seed = s;
+    }
+    Ok(out)
+}

@@ -1,0 +1,223 @@
+//! `fabricsim run [SCENARIO]` and `fabricsim replay PREFIX`: training jobs on a fabric.
+
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use anyhow::anyhow;
+use clap::Args;
+use fabricsim_cluster::orchestrator::RunOptions;
+use fabricsim_cluster::placement::Placement;
+use fabricsim_cluster::scenario::{JobEntry, Scenario, WorkloadSource};
+use fabricsim_cluster::simulate::{build_workload, simulate, ScenarioRun, SimError};
+use fabricsim_cluster::trace::trace_json;
+use fabricsim_cluster::CommConfig;
+use fabricsim_routing::{HashConfig, Policy};
+use fabricsim_topology::Topology;
+use fabricsim_workload::chakra;
+use fabricsim_workload::GpuSpec;
+
+use crate::failure::{input, other, CmdResult, Failure};
+use crate::output::write_output;
+use crate::route::RoutingArgs;
+use crate::topo::FabricArgs;
+
+/// Outputs shared by `run` and `replay`.
+#[derive(Args)]
+pub struct OutputArgs {
+    /// Print the summary as JSON (fields in docs/outputs.md).
+    #[arg(long)]
+    json: bool,
+    /// Write the summary to this file instead of stdout.
+    #[arg(short = 'o', long = "output")]
+    output: Option<PathBuf>,
+    /// Write a Perfetto / Chrome trace JSON of the first ranks of each job.
+    #[arg(long)]
+    trace: Option<PathBuf>,
+    /// Ranks per job the trace shows (default 16, or the scenario's).
+    #[arg(long)]
+    trace_ranks: Option<u32>,
+}
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// A scenario file (TOML, docs/scenarios.md); none runs the built-in default.
+    scenario: Option<PathBuf>,
+    /// Override the scenario's routing policy (ecmp, eecmp, pin, spray).
+    #[arg(long)]
+    routing: Option<String>,
+    /// Also write each job's workload as Chakra traces: PREFIX.<rank>.et and PREFIX.json
+    /// (PREFIX-<job>.… with several jobs).
+    #[arg(long, value_name = "PREFIX")]
+    export_chakra: Option<String>,
+    #[command(flatten)]
+    out: OutputArgs,
+}
+
+#[derive(Args)]
+pub struct ReplayArgs {
+    /// The trace: files PREFIX.0.et, PREFIX.1.et, ...
+    prefix: String,
+    /// Communicator-group JSON ({"pg_name": [ranks]}).
+    #[arg(long)]
+    groups: Option<PathBuf>,
+    #[command(flatten)]
+    fabric: FabricArgs,
+    #[command(flatten)]
+    routing: RoutingArgs,
+    /// The GPU the kernels run on (H100, H200, B200, A100).
+    #[arg(long, default_value = "H100")]
+    gpu: String,
+    /// packed or random.
+    #[arg(long, default_value = "packed")]
+    placement: String,
+    #[command(flatten)]
+    out: OutputArgs,
+}
+
+fn sim_failure(e: SimError) -> Failure {
+    if e.is_input() {
+        input(e)
+    } else {
+        other(e)
+    }
+}
+
+pub fn run(args: RunArgs) -> CmdResult {
+    let (mut scenario, name) = match &args.scenario {
+        Some(path) => (Scenario::load(path).map_err(input)?, path.display().to_string()),
+        None => (Scenario::default_scenario(), "built-in default (scenarios/default.toml)".to_string()),
+    };
+    if let Some(r) = &args.routing {
+        scenario.policy = Policy::parse(r)
+            .ok_or_else(|| input(anyhow!("--routing {r}: expected one of {}", Policy::NAMES.join(", "))))?;
+    }
+    if let Some(prefix) = &args.export_chakra {
+        export(&scenario, prefix)?;
+    }
+    execute(scenario, &name, &args.out)
+}
+
+fn export(s: &Scenario, prefix: &str) -> CmdResult {
+    for j in &s.jobs {
+        let (w, _) = build_workload(&j.name, &j.workload).map_err(sim_failure)?;
+        let p = if s.jobs.len() == 1 { prefix.to_string() } else { format!("{prefix}-{}", j.name) };
+        let files = chakra::export(&w, &p).map_err(other)?;
+        eprintln!("wrote {} Chakra files for job `{}` ({p}.*)", files.len(), j.name);
+    }
+    Ok(())
+}
+
+pub fn replay(args: ReplayArgs) -> CmdResult {
+    let gpu = GpuSpec::named(&args.gpu)
+        .ok_or_else(|| input(anyhow!("--gpu {}: expected one of {}", args.gpu, GpuSpec::names().join(", "))))?;
+    let placement = match args.placement.as_str() {
+        "packed" => Placement::Packed,
+        "random" => Placement::Random { seed: args.routing.seed },
+        p => return Err(input(anyhow!("--placement {p}: expected packed or random"))),
+    };
+    let name = Path::new(&args.prefix)
+        .file_name()
+        .map_or(args.prefix.clone(), |n| n.to_string_lossy().into_owned());
+    let scenario = Scenario {
+        fabric: args.fabric.source()?,
+        policy: args.routing.policy()?,
+        hash: HashConfig {
+            seed: args.routing.seed,
+            polarized: args.routing.polarized,
+        },
+        jobs: vec![JobEntry {
+            name,
+            placement,
+            gpu,
+            workload: WorkloadSource::Chakra {
+                prefix: PathBuf::from(&args.prefix),
+                groups: args.groups.clone(),
+            },
+            comm: CommConfig::default(),
+        }],
+        json: None,
+        trace: None,
+        trace_ranks: 16,
+    };
+    execute(scenario, &format!("replay of {}", args.prefix), &args.out)
+}
+
+fn execute(scenario: Scenario, name: &str, out: &OutputArgs) -> CmdResult {
+    let topo = scenario.fabric.load().map_err(input)?;
+    let trace_path = out.trace.clone().or_else(|| scenario.trace.clone());
+    let trace_ranks = if trace_path.is_some() {
+        out.trace_ranks.unwrap_or(scenario.trace_ranks)
+    } else {
+        0
+    };
+    let tty = std::io::stderr().is_terminal();
+    let options = RunOptions {
+        trace_ranks,
+        progress_every: if tty { 200_000 } else { 0 },
+    };
+    let result = simulate(&scenario, &topo, options, |t, done, total| {
+        eprint!(
+            "\r  simulated {:.1} ms · ops {done}/{total} ({:.0} %)   ",
+            t as f64 * 1e-6,
+            100.0 * done as f64 / total.max(1) as f64
+        );
+    });
+    if tty {
+        eprint!("\r{:60}\r", "");
+    }
+    let run = result.map_err(sim_failure)?;
+    for w in &run.warnings {
+        eprintln!("warning: {w}");
+    }
+    if let Some(path) = &trace_path {
+        let text = trace_json(&run.output.jobs).to_string();
+        write_output(Some(path), |o| o.write_all(text.as_bytes())).map_err(other)?;
+    }
+    let text = if out.json {
+        json(&scenario, name, &topo, &run)
+    } else {
+        render(&scenario, name, &topo, &run)
+    };
+    write_output(out.output.as_deref(), |o| o.write_all(text.as_bytes())).map_err(other)?;
+    if let Some(path) = &scenario.json {
+        let text = json(&scenario, name, &topo, &run);
+        write_output(Some(path), |o| o.write_all(text.as_bytes())).map_err(other)?;
+    }
+    Ok(())
+}
+
+fn render(s: &Scenario, name: &str, topo: &Topology, run: &ScenarioRun) -> String {
+    let mut out = format!(
+        "# fabricsim run: {name}\n# fabric {} ({} GPUs), routing {}, flow engine\n",
+        topo.name(),
+        topo.gpus().len(),
+        s.policy.name()
+    );
+    for r in &run.reports {
+        out += &r.render();
+    }
+    out += &format!(
+        "# simulated {:.3} ms: {} engine flows, {} events\n",
+        run.output.end.0 as f64 * 1e-6,
+        run.output.flows,
+        run.output.events
+    );
+    out
+}
+
+fn json(s: &Scenario, name: &str, topo: &Topology, run: &ScenarioRun) -> String {
+    let v = serde_json::json!({
+        "scenario": name,
+        "fabric": topo.name(),
+        "gpus": topo.gpus().len(),
+        "routing": s.policy.name(),
+        "simulated_ms": run.output.end.0 as f64 * 1e-6,
+        "flows": run.output.flows,
+        "events": run.output.events,
+        "jobs": run.reports,
+        "warnings": run.warnings,
+    });
+    let mut text = serde_json::to_string_pretty(&v).expect("reports serialise");
+    text.push('\n');
+    text
+}

@@ -1,0 +1,88 @@
+//! A scenario, end to end: load the fabric, build or read each job's workload, place it, run
+//! every job on one network, report.
+
+use fabricsim_netsim::{FlowEngine, Network};
+use fabricsim_routing::Router;
+use fabricsim_topology::{LoadError, Topology};
+use fabricsim_workload::chakra::{import, ChakraError};
+use fabricsim_workload::llm::{generate, LlmError};
+use fabricsim_workload::{ComputeModel, Workload};
+
+use crate::job::JobSpec;
+use crate::orchestrator::{Orchestrator, RunError, RunOptions, RunOutput};
+use crate::placement::{place, PlacementError};
+use crate::report::JobReport;
+use crate::scenario::{Scenario, WorkloadSource};
+
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error("fabric: {0}")]
+    Fabric(#[from] LoadError),
+    #[error("job `{job}`: {source}")]
+    Llm { job: String, source: LlmError },
+    #[error("job `{job}`: {source}")]
+    Chakra { job: String, source: ChakraError },
+    #[error("job `{job}`: placement: {source}")]
+    Placement { job: String, source: PlacementError },
+    #[error(transparent)]
+    Run(#[from] RunError),
+}
+
+impl SimError {
+    /// Whether the error is the input's fault (exit 2) rather than the run's.
+    pub fn is_input(&self) -> bool {
+        !matches!(self, SimError::Run(RunError::Stalled { .. }))
+    }
+}
+
+/// A job's workload, before placement.
+pub fn build_workload(name: &str, source: &WorkloadSource) -> Result<(Workload, Vec<String>), SimError> {
+    match source {
+        WorkloadSource::Llm(t) => generate(t)
+            .map(|w| (w, Vec::new()))
+            .map_err(|source| SimError::Llm { job: name.to_string(), source }),
+        WorkloadSource::Chakra { prefix, groups } => {
+            let (w, warnings) = import(&prefix.to_string_lossy(), groups.as_deref())
+                .map_err(|source| SimError::Chakra { job: name.to_string(), source })?;
+            Ok((w, warnings.iter().map(|w| format!("job `{name}`: {w}")).collect()))
+        }
+    }
+}
+
+pub struct ScenarioRun {
+    pub reports: Vec<JobReport>,
+    pub output: RunOutput,
+    pub warnings: Vec<String>,
+}
+
+/// Runs `s` on `topo` (loaded from `s.fabric` by the caller, who may want its figures).
+pub fn simulate(
+    s: &Scenario,
+    topo: &Topology,
+    options: RunOptions,
+    progress: impl FnMut(u64, u64, u64),
+) -> Result<ScenarioRun, SimError> {
+    let mut used = vec![false; topo.node_count()];
+    let mut jobs = Vec::new();
+    let mut warnings = Vec::new();
+    for j in &s.jobs {
+        let (workload, w) = build_workload(&j.name, &j.workload)?;
+        warnings.extend(w);
+        let gpus = place(topo, &mut used, workload.rank_count(), &j.placement)
+            .map_err(|source| SimError::Placement { job: j.name.clone(), source })?;
+        jobs.push(JobSpec {
+            name: j.name.clone(),
+            workload,
+            gpus,
+            compute: ComputeModel::new(j.gpu),
+            comm: j.comm,
+        });
+    }
+    let net = Network::new(topo, Router::new(topo, s.policy, s.hash), FlowEngine::new(topo));
+    let output = Orchestrator::new(net, jobs, options).run(progress)?;
+    Ok(ScenarioRun {
+        reports: output.jobs.iter().map(JobReport::new).collect(),
+        output,
+        warnings,
+    })
+}
