@@ -163,6 +163,23 @@ struct GroupState {
     /// Instances by sequence number: arrived members.
     pending: BTreeMap<u32, u32>,
     ranks: Option<Ranks>,
+    /// Per (operation, size) the group has run: the algorithm, protocol and closed-form time
+    /// chosen the first time (the same inputs give the same choice).
+    memo: Vec<(Memo, Option<Choice>)>,
+}
+
+type Memo = (Collective, u64);
+type Choice = (fabricsim_collectives::Algorithm, fabricsim_collectives::Protocol, Option<u64>);
+
+/// The index of `(op, bytes)` in the group's memo, added if new.
+fn gs_memo_index(gs: &mut GroupState, op: Collective, bytes: u64) -> usize {
+    match gs.memo.iter().position(|(m, _)| *m == (op, bytes)) {
+        Some(i) => i,
+        None => {
+            gs.memo.push(((op, bytes), None));
+            gs.memo.len() - 1
+        }
+    }
 }
 
 struct Transfer {
@@ -224,6 +241,8 @@ pub struct Orchestrator<'t> {
     jobs: Vec<JobState>,
     heap: BinaryHeap<Reverse<(u64, u8, u32, u32, u32)>>,
     instances: Vec<Instance>,
+    /// Finished instances whose slots can be reused.
+    free_instances: Vec<u32>,
     transfers: Vec<Transfer>,
     flow_owner: Vec<FlowOwner>,
     /// Ready ops not yet dispatched: (job, rank, op).
@@ -260,6 +279,7 @@ impl<'t> Orchestrator<'t> {
                         busy: false,
                         pending: BTreeMap::new(),
                         ranks: None,
+                        memo: Vec::new(),
                     })
                     .collect();
                 let n = spec.workload.ranks.len();
@@ -284,6 +304,7 @@ impl<'t> Orchestrator<'t> {
             jobs,
             heap: BinaryHeap::new(),
             instances: Vec::new(),
+            free_instances: Vec::new(),
             transfers: Vec::new(),
             flow_owner: Vec::new(),
             ready: Vec::new(),
@@ -468,8 +489,7 @@ impl<'t> Orchestrator<'t> {
                 let inst = match gs.pending.get(&seq) {
                     Some(&i) => i,
                     None => {
-                        let i = self.instances.len() as u32;
-                        self.instances.push(Instance {
+                        let fresh = Instance {
                             job: j,
                             group: g,
                             op: coll,
@@ -478,7 +498,19 @@ impl<'t> Orchestrator<'t> {
                             start: 0,
                             exec: None,
                             wake: u64::MAX,
-                        });
+                        };
+                        let i = match self.free_instances.pop() {
+                            Some(i) => {
+                                let slot = &mut self.instances[i as usize];
+                                let members = std::mem::take(&mut slot.members);
+                                *slot = Instance { members, ..fresh };
+                                i
+                            }
+                            None => {
+                                self.instances.push(fresh);
+                                self.instances.len() as u32 - 1
+                            }
+                        };
                         gs.pending.insert(seq, i);
                         i
                     }
@@ -604,43 +636,66 @@ impl<'t> Orchestrator<'t> {
         let (op, bytes) = (self.instances[i as usize].op, self.instances[i as usize].bytes);
         self.instances[i as usize].start = t;
         let topo = self.topo;
-        let ranks = self.group_ranks(j, g)?.clone();
+        self.group_ranks(j, g)?;
+        let gs = &mut self.jobs[j as usize].groups[g as usize];
+        let memo = gs_memo_index(gs, op, bytes);
+        // Lent to `launch` while it borrows the orchestrator mutably.
+        let ranks = gs.ranks.take().expect("built above");
+        let result = self.launch(j, i, memo, &ranks, t, group_seed, topo);
+        self.jobs[j as usize].groups[g as usize].ranks = Some(ranks);
+        result
+    }
+
+    /// Starts instance `i` on `ranks`: closed form inside a host, else an execution.
+    #[allow(clippy::too_many_arguments)]
+    fn launch(&mut self, j: u32, i: u32, memo: usize, ranks: &Ranks, t: u64, seed: u64, topo: &'t Topology) -> Result<(), RunError> {
+        let (op, bytes) = (self.instances[i as usize].op, self.instances[i as usize].bytes);
         if ranks.len() <= 1 {
             self.heap.push(Reverse((t, COLL_DONE, i, 0, 0)));
             return Ok(());
         }
-        let bw = Bandwidths::of(topo, &ranks);
-        let (best, all) = choose(op, bytes, &ranks, bw);
-        let algorithm = comm.algorithm.filter(|a| a.supports(op)).unwrap_or(best.algorithm);
-        let protocol = comm.protocol.unwrap_or_else(|| {
-            all.iter()
-                .filter(|c| c.algorithm == algorithm)
-                .min_by(|x, y| x.predicted_us.total_cmp(&y.predicted_us))
-                .map_or(best.protocol, |c| c.protocol)
-        });
-        if comm.host_closed_form && ranks.hosts().len() == 1 {
-            let us = predict(op, bytes, &ranks, bw, algorithm, protocol);
-            let end = t + (us * 1e3).round() as u64;
-            self.heap.push(Reverse((end, COLL_DONE, i, 0, 0)));
+        let comm = self.jobs[j as usize].spec.comm;
+        let g = self.instances[i as usize].group;
+        let cached = self.jobs[j as usize].groups[g as usize].memo[memo].1;
+        let (algorithm, protocol, closed_ns) = match cached {
+            Some(c) => c,
+            None => {
+                let bw = Bandwidths::of(topo, ranks);
+                let (best, all) = choose(op, bytes, ranks, bw);
+                let algorithm = comm.algorithm.filter(|a| a.supports(op)).unwrap_or(best.algorithm);
+                let protocol = comm.protocol.unwrap_or_else(|| {
+                    all.iter()
+                        .filter(|c| c.algorithm == algorithm)
+                        .min_by(|x, y| x.predicted_us.total_cmp(&y.predicted_us))
+                        .map_or(best.protocol, |c| c.protocol)
+                });
+                let closed = (comm.host_closed_form && ranks.hosts().len() == 1)
+                    .then(|| (predict(op, bytes, ranks, bw, algorithm, protocol) * 1e3).round() as u64);
+                let c = (algorithm, protocol, closed);
+                self.jobs[j as usize].groups[g as usize].memo[memo].1 = Some(c);
+                c
+            }
+        };
+        if let Some(ns) = closed_ns {
+            self.heap.push(Reverse((t + ns, COLL_DONE, i, 0, 0)));
             return Ok(());
         }
         let req = Request {
             op,
             bytes,
-            ranks: &ranks,
+            ranks,
             algorithm,
             channels: comm.channels,
             chunk: comm.chunk,
             fidelity: comm.fidelity,
             sizes: None,
         };
-        let name = self.job_err(j);
-        let sched = plan(&req).map_err(|source| RunError::Plan { job: name, source })?;
+        let sched = plan(&req).map_err(|source| RunError::Plan { job: self.job_err(j), source })?;
         let transport = Transport {
             protocol,
             qps: comm.qps,
             qp_mode: comm.qp_mode,
-            seed: group_seed,
+            seed,
         };
         self.instances[i as usize].exec = Some(Execution::new(topo, sched, &req, transport, Nanos(t)));
         self.touched.push(i);
@@ -666,9 +721,13 @@ impl<'t> Orchestrator<'t> {
         let gs = &mut job.groups[g as usize];
         gs.busy = false;
         gs.next += 1;
-        for (r, op_index, _) in members {
+        for &(r, op_index, _) in &members {
             self.complete(j, r, op_index, t);
         }
+        let mut members = members;
+        members.clear();
+        self.instances[i as usize].members = members;
+        self.free_instances.push(i);
         // The next collective on the group may be waiting.
         self.try_start(j, g, t)
     }

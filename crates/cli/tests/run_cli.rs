@@ -1,0 +1,96 @@
+//! `fabricsim run` and `fabricsim replay` end to end.
+
+mod common;
+
+use common::{fabricsim, stderr, stdout};
+
+fn examples(path: &str) -> String {
+    format!("{}/../../../shared/astra_examples/{path}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn default_scenario_prints_a_summary() {
+    let o = fabricsim(&["run"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    for needle in ["job llama3-8b: 64 × H100", "iteration", "tokens/s", "MFU", "all-gather", "send/recv"] {
+        assert!(out.contains(needle), "no `{needle}` in\n{out}");
+    }
+}
+
+#[test]
+fn same_scenario_twice_gives_identical_json() {
+    let a = fabricsim(&["run", "--json"]);
+    let b = fabricsim(&["run", "--json"]);
+    assert!(a.status.success());
+    assert_eq!(a.stdout, b.stdout);
+    let v: serde_json::Value = serde_json::from_slice(&a.stdout).unwrap();
+    let job = &v["jobs"][0];
+    assert!(job["iteration_ms"].as_f64().unwrap() > 0.0);
+    let split = job["compute_fraction"].as_f64().unwrap()
+        + job["exposed_comm_fraction"].as_f64().unwrap()
+        + job["idle_fraction"].as_f64().unwrap();
+    assert!((split - 1.0).abs() < 1e-9);
+}
+
+#[test]
+fn bad_scenarios_name_the_file_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    for (text, needle) in [
+        ("[fabric]\npreset = \"meta-ai-zone\"\n[[job]]\nname = \"a\"\n[job.llm]\nmodel = \"llama3-8b\"\nseq = 4096\nglobal_batch = 8\ntp = 3\n", "llm.tp (3) must divide heads"),
+        ("[[job]]\nname = \"a\"\n[job.llm]\nmodel = \"llama9\"\nseq = 1\nglobal_batch = 1\n", "model = \"llama9\""),
+        ("[[job]]\nname = \"a\"\ncolour = 1\n", "unknown field `colour`"),
+        ("[[job]\n", "line 1"),
+        ("[fabric]\npreset = \"meta-ai-zone\"\n", "no [[job]]"),
+        ("[[job]]\nname = \"a\"\n[job.llm]\nmodel = \"llama3-405b\"\ntp = 8\ndp = 2\nseq = 8192\nglobal_batch = 2\n", "GB per GPU"),
+    ] {
+        let path = dir.path().join("s.toml");
+        std::fs::write(&path, text).unwrap();
+        let o = fabricsim(&["run", path.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{text}");
+        let err = stderr(&o);
+        assert!(err.contains("s.toml") || err.contains("job `a`"), "{err}");
+        assert!(err.contains(needle), "{needle}: {err}");
+    }
+}
+
+#[test]
+fn replay_runs_a_chakra_trace_and_writes_a_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("t.json");
+    let prefix = examples("astra-sim/examples/workload/microbenchmarks/all_reduce/16npus_1MB/all_reduce");
+    let o = fabricsim(&["replay", &prefix, "--preset", "meta-ai-zone", "--trace", trace.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("all-reduce") && out.contains("world"), "{out}");
+    let t: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    let slices = t["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X").count();
+    assert_eq!(slices, 16);
+}
+
+#[test]
+fn replay_of_generated_groups_trace() {
+    let prefix = examples("generated/stg_gpt_dp4_tp2_pp1/workload");
+    let groups = examples("generated/stg_gpt_dp4_tp2_pp1/workload.json");
+    let o = fabricsim(&["replay", &prefix, "--groups", &groups, "--preset", "meta-ai-zone"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("job workload: 8 × H100"), "{}", stdout(&o));
+    let o = fabricsim(&["replay", &prefix, "--preset", "meta-ai-zone"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("needs a communicator-group JSON"), "{}", stderr(&o));
+}
+
+#[test]
+fn exported_chakra_replays_to_the_same_iteration() {
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = dir.path().join("job");
+    let p = prefix.to_str().unwrap();
+    let a = fabricsim(&["run", "--json", "--export-chakra", p]);
+    assert!(a.status.success(), "{}", stderr(&a));
+    let b = fabricsim(&["replay", p, "--groups", &format!("{p}.json"), "--json"]);
+    assert!(b.status.success(), "{}", stderr(&b));
+    let (a, b): (serde_json::Value, serde_json::Value) =
+        (serde_json::from_slice(&a.stdout).unwrap(), serde_json::from_slice(&b.stdout).unwrap());
+    assert_eq!(a["jobs"][0]["iteration_ms"], b["jobs"][0]["iteration_ms"]);
+    assert_eq!(a["jobs"][0]["collectives"], b["jobs"][0]["collectives"]);
+}
