@@ -16,16 +16,26 @@ fn fabricsim(args: &[&str]) -> String {
     String::from_utf8(o.stdout).unwrap()
 }
 
+/// The first ```text block after `marker` in `page`.
+fn block_after<'a>(page: &'a str, marker: &str) -> &'a str {
+    let start = page.find(marker).unwrap_or_else(|| panic!("no `{marker}`"));
+    let block = &page[start..];
+    let body_start = block.find("```text\n").unwrap() + "```text\n".len();
+    &block[body_start..body_start + block[body_start..].find("```").unwrap()]
+}
+
 #[test]
 fn readme_shows_the_real_main_job_output() {
     let readme = repo_file("README.md");
-    let start = readme
-        .find("The first command prints:\n\n```text\n")
-        .expect("the README shows the main job's output");
-    let block = &readme[start..];
-    let body_start = block.find("```text\n").unwrap() + "```text\n".len();
-    let body = &block[body_start..body_start + block[body_start..].find("```").unwrap()];
-    assert_eq!(body, fabricsim(&["topo", "describe"]));
+    let main_job = fabricsim(&["run"]);
+    assert_eq!(block_after(&readme, "The first command prints:\n\n"), main_job);
+    assert_eq!(
+        block_after(&readme, "The fabric itself, `fabricsim topo describe`:"),
+        fabricsim(&["topo", "describe"])
+    );
+    let page = repo_file("docs/commands/run.md");
+    let shown = block_after(&page, "## Example: the default scenario");
+    assert_eq!(shown.strip_prefix("$ fabricsim run\n").unwrap(), main_job);
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //!
 //! Model: a roofline with per-class efficiencies (not calibrated on hardware in this repository;
 //! the figures are the vendors' dense BF16 peaks and HBM bandwidths, and the efficiencies are
-//! documented assumptions in `docs/compute-model.md`):
+//! documented assumptions in `docs/workloads.md`):
 //!
 //! `time = max(flops / (peak · e_class), bytes / (hbm · e_mem)) + launch`
 //!
