@@ -84,12 +84,22 @@ fn sim_failure(e: SimError) -> Failure {
 
 pub fn run(args: RunArgs) -> CmdResult {
     let (mut scenario, name) = match &args.scenario {
-        Some(path) => (Scenario::load(path).map_err(input)?, path.display().to_string()),
-        None => (Scenario::default_scenario(), "built-in default (scenarios/default.toml)".to_string()),
+        Some(path) => (
+            Scenario::load(path).map_err(input)?,
+            path.display().to_string(),
+        ),
+        None => (
+            Scenario::default_scenario(),
+            "built-in default (scenarios/default.toml)".to_string(),
+        ),
     };
     if let Some(r) = &args.routing {
-        scenario.policy = Policy::parse(r)
-            .ok_or_else(|| input(anyhow!("--routing {r}: expected one of {}", Policy::NAMES.join(", "))))?;
+        scenario.policy = Policy::parse(r).ok_or_else(|| {
+            input(anyhow!(
+                "--routing {r}: expected one of {}",
+                Policy::NAMES.join(", ")
+            ))
+        })?;
     }
     if let Some(prefix) = &args.export_chakra {
         export(&scenario, prefix)?;
@@ -100,19 +110,34 @@ pub fn run(args: RunArgs) -> CmdResult {
 fn export(s: &Scenario, prefix: &str) -> CmdResult {
     for j in &s.jobs {
         let (w, _) = build_workload(&j.name, &j.workload).map_err(sim_failure)?;
-        let p = if s.jobs.len() == 1 { prefix.to_string() } else { format!("{prefix}-{}", j.name) };
+        let p = if s.jobs.len() == 1 {
+            prefix.to_string()
+        } else {
+            format!("{prefix}-{}", j.name)
+        };
         let files = chakra::export(&w, &p).map_err(other)?;
-        eprintln!("wrote {} Chakra files for job `{}` ({p}.*)", files.len(), j.name);
+        eprintln!(
+            "wrote {} Chakra files for job `{}` ({p}.*)",
+            files.len(),
+            j.name
+        );
     }
     Ok(())
 }
 
 pub fn replay(args: ReplayArgs) -> CmdResult {
-    let gpu = GpuSpec::named(&args.gpu)
-        .ok_or_else(|| input(anyhow!("--gpu {}: expected one of {}", args.gpu, GpuSpec::names().join(", "))))?;
+    let gpu = GpuSpec::named(&args.gpu).ok_or_else(|| {
+        input(anyhow!(
+            "--gpu {}: expected one of {}",
+            args.gpu,
+            GpuSpec::names().join(", ")
+        ))
+    })?;
     let placement = match args.placement.as_str() {
         "packed" => Placement::Packed,
-        "random" => Placement::Random { seed: args.routing.seed },
+        "random" => Placement::Random {
+            seed: args.routing.seed,
+        },
         p => return Err(input(anyhow!("--placement {p}: expected packed or random"))),
     };
     let name = Path::new(&args.prefix)

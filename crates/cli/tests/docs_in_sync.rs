@@ -28,7 +28,10 @@ fn block_after<'a>(page: &'a str, marker: &str) -> &'a str {
 fn readme_shows_the_real_main_job_output() {
     let readme = repo_file("README.md");
     let main_job = fabricsim(&["run"]);
-    assert_eq!(block_after(&readme, "The first command prints:\n\n"), main_job);
+    assert_eq!(
+        block_after(&readme, "The first command prints:\n\n"),
+        main_job
+    );
     assert_eq!(
         block_after(&readme, "The fabric itself, `fabricsim topo describe`:"),
         fabricsim(&["topo", "describe"])

@@ -5,7 +5,10 @@ mod common;
 use common::{fabricsim, stderr, stdout};
 
 fn examples(path: &str) -> String {
-    format!("{}/../../../shared/astra_examples/{path}", env!("CARGO_MANIFEST_DIR"))
+    format!(
+        "{}/../../../shared/astra_examples/{path}",
+        env!("CARGO_MANIFEST_DIR")
+    )
 }
 
 #[test]
@@ -13,7 +16,14 @@ fn default_scenario_prints_a_summary() {
     let o = fabricsim(&["run"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
-    for needle in ["job llama3-8b: 64 × H100", "iteration", "tokens/s", "MFU", "all-gather", "send/recv"] {
+    for needle in [
+        "job llama3-8b: 64 × H100",
+        "iteration",
+        "tokens/s",
+        "MFU",
+        "all-gather",
+        "send/recv",
+    ] {
         assert!(out.contains(needle), "no `{needle}` in\n{out}");
     }
 }
@@ -58,13 +68,27 @@ fn bad_scenarios_name_the_file_and_key() {
 fn replay_runs_a_chakra_trace_and_writes_a_trace() {
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("t.json");
-    let prefix = examples("astra-sim/examples/workload/microbenchmarks/all_reduce/16npus_1MB/all_reduce");
-    let o = fabricsim(&["replay", &prefix, "--preset", "meta-ai-zone", "--trace", trace.to_str().unwrap()]);
+    let prefix =
+        examples("astra-sim/examples/workload/microbenchmarks/all_reduce/16npus_1MB/all_reduce");
+    let o = fabricsim(&[
+        "replay",
+        &prefix,
+        "--preset",
+        "meta-ai-zone",
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     let out = stdout(&o);
     assert!(out.contains("all-reduce") && out.contains("world"), "{out}");
-    let t: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
-    let slices = t["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X").count();
+    let t: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    let slices = t["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .count();
     assert_eq!(slices, 16);
 }
 
@@ -72,12 +96,27 @@ fn replay_runs_a_chakra_trace_and_writes_a_trace() {
 fn replay_of_generated_groups_trace() {
     let prefix = examples("generated/stg_gpt_dp4_tp2_pp1/workload");
     let groups = examples("generated/stg_gpt_dp4_tp2_pp1/workload.json");
-    let o = fabricsim(&["replay", &prefix, "--groups", &groups, "--preset", "meta-ai-zone"]);
+    let o = fabricsim(&[
+        "replay",
+        &prefix,
+        "--groups",
+        &groups,
+        "--preset",
+        "meta-ai-zone",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stdout(&o).contains("job workload: 8 × H100"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("job workload: 8 × H100"),
+        "{}",
+        stdout(&o)
+    );
     let o = fabricsim(&["replay", &prefix, "--preset", "meta-ai-zone"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("needs a communicator-group JSON"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("needs a communicator-group JSON"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -89,8 +128,10 @@ fn exported_chakra_replays_to_the_same_iteration() {
     assert!(a.status.success(), "{}", stderr(&a));
     let b = fabricsim(&["replay", p, "--groups", &format!("{p}.json"), "--json"]);
     assert!(b.status.success(), "{}", stderr(&b));
-    let (a, b): (serde_json::Value, serde_json::Value) =
-        (serde_json::from_slice(&a.stdout).unwrap(), serde_json::from_slice(&b.stdout).unwrap());
+    let (a, b): (serde_json::Value, serde_json::Value) = (
+        serde_json::from_slice(&a.stdout).unwrap(),
+        serde_json::from_slice(&b.stdout).unwrap(),
+    );
     assert_eq!(a["jobs"][0]["iteration_ms"], b["jobs"][0]["iteration_ms"]);
     assert_eq!(a["jobs"][0]["collectives"], b["jobs"][0]["collectives"]);
 }

@@ -3,8 +3,9 @@
 //! Per rank there is a compute stream and a memory stream (one kernel at a time each, in the
 //! order ops become ready) and any number of communication operations in flight. An op is ready
 //! when the ops it depends on are done. A collective starts when every member of its group has
-//! reached it — the `k`-th collective a rank issues on a communicator (program order) meets the
-//! `k`-th of every other member — and collectives on one communicator run one at a time, in
+//! reached it — the `k`-th collective a rank issues on a communicator (in dependency order:
+//! a topological order of its DAG, lowest op index first) meets the `k`-th of every other
+//! member — and collectives on one communicator run one at a time, in
 //! order, as on an NCCL stream. A send and the receive with the same (source, destination, tag)
 //! start a transfer when both are posted; both are done when its bytes arrive.
 //!
@@ -58,7 +59,7 @@ pub enum RunError {
 struct ProgramIndex {
     offsets: Vec<u32>,
     dependents: Vec<u32>,
-    /// Per op: its index among the collectives of its group slot, in program order.
+    /// Per op: its index among the collectives of its group slot, in issue order.
     coll_seq: Vec<u32>,
 }
 
@@ -82,19 +83,41 @@ impl ProgramIndex {
                 fill[d as usize] += 1;
             }
         }
+        // Sequence numbers follow a topological order (lowest index first among ready ops): a
+        // trace's file order need not be the order its collectives are issued in, but every
+        // rank of a communicator issues them in dependency order.
         let mut per_slot = vec![0u32; usize::from(p.group_slots)];
-        let coll_seq = p
-            .ops
-            .iter()
-            .map(|o| match o.kind {
-                OpKind::Collective { group, .. } => {
-                    let s = &mut per_slot[group as usize];
-                    *s += 1;
-                    *s - 1
-                }
-                _ => u32::MAX,
-            })
+        let mut coll_seq = vec![u32::MAX; n];
+        let mut waiting: Vec<u32> = (0..n as u32).map(|i| p.deps(i).len() as u32).collect();
+        let mut ready: BinaryHeap<Reverse<u32>> = (0..n as u32)
+            .filter(|&i| waiting[i as usize] == 0)
+            .map(Reverse)
             .collect();
+        let mut order: Vec<u32> = Vec::with_capacity(n);
+        while let Some(Reverse(i)) = ready.pop() {
+            order.push(i);
+            for &d in &dependents[offsets[i as usize] as usize..offsets[i as usize + 1] as usize] {
+                waiting[d as usize] -= 1;
+                if waiting[d as usize] == 0 {
+                    ready.push(Reverse(d));
+                }
+            }
+        }
+        // Ops on a cycle never run; number them after the rest, in index order.
+        if order.len() < n {
+            let mut seen = vec![false; n];
+            for &i in &order {
+                seen[i as usize] = true;
+            }
+            order.extend((0..n as u32).filter(|&i| !seen[i as usize]));
+        }
+        for i in order {
+            if let OpKind::Collective { group, .. } = p.ops[i as usize].kind {
+                let s = &mut per_slot[group as usize];
+                coll_seq[i as usize] = *s;
+                *s += 1;
+            }
+        }
         ProgramIndex {
             offsets,
             dependents,
@@ -169,7 +192,11 @@ struct GroupState {
 }
 
 type Memo = (Collective, u64);
-type Choice = (fabricsim_collectives::Algorithm, fabricsim_collectives::Protocol, Option<u64>);
+type Choice = (
+    fabricsim_collectives::Algorithm,
+    fabricsim_collectives::Protocol,
+    Option<u64>,
+);
 
 /// The index of `(op, bytes)` in the group's memo, added if new.
 fn gs_memo_index(gs: &mut GroupState, op: Collective, bytes: u64) -> usize {
@@ -208,8 +235,14 @@ struct JobState {
     total: u64,
     stats: JobStats,
     /// Sends and receives posted but not matched, by (src, dst, tag): the op and its post time.
-    unmatched: HashMap<(u32, u32, u64), ((u32, u32), u64)>,
+    unmatched: HashMap<P2pKey, ((u32, u32), u64)>,
 }
+
+/// (source rank, destination rank, tag) of a send and its receive.
+type P2pKey = (u32, u32, u64);
+
+/// (time, kind, and up to three ids); ordered, so one instant's events go in a fixed order.
+type Event = (u64, u8, u32, u32, u32);
 
 const COMPUTE_DONE: u8 = 0;
 const MEMORY_DONE: u8 = 1;
@@ -239,7 +272,7 @@ pub struct Orchestrator<'t> {
     net: Network<'t, FlowEngine>,
     topo: &'t Topology,
     jobs: Vec<JobState>,
-    heap: BinaryHeap<Reverse<(u64, u8, u32, u32, u32)>>,
+    heap: BinaryHeap<Reverse<Event>>,
     instances: Vec<Instance>,
     /// Finished instances whose slots can be reused.
     free_instances: Vec<u32>,
@@ -261,7 +294,12 @@ impl<'t> Orchestrator<'t> {
         let jobs = jobs
             .into_iter()
             .map(|spec| {
-                let index: Vec<ProgramIndex> = spec.workload.programs.iter().map(ProgramIndex::new).collect();
+                let index: Vec<ProgramIndex> = spec
+                    .workload
+                    .programs
+                    .iter()
+                    .map(ProgramIndex::new)
+                    .collect();
                 let mut base = Vec::with_capacity(spec.workload.ranks.len());
                 let mut remaining = Vec::new();
                 for b in &spec.workload.ranks {
@@ -394,7 +432,12 @@ impl<'t> Orchestrator<'t> {
             job.stats.compute_ns = job.ranks.iter().map(|r| r.compute_ns).sum();
             job.stats.exposed_comm_ns = job.ranks.iter().map(|r| r.exposed_ns).sum();
         }
-        let end = self.jobs.iter().map(|j| j.stats.iteration_ns).max().unwrap_or(0);
+        let end = self
+            .jobs
+            .iter()
+            .map(|j| j.stats.iteration_ns)
+            .max()
+            .unwrap_or(0);
         let (flows, events) = (self.flows, self.events);
         Ok(RunOutput {
             jobs: self.jobs.into_iter().map(|j| j.stats).collect(),
@@ -446,7 +489,8 @@ impl<'t> Orchestrator<'t> {
             self.flows += 1;
             let slot = id.0 as usize;
             if self.flow_owner.len() <= slot {
-                self.flow_owner.resize(slot + 1, FlowOwner::Transfer(u32::MAX));
+                self.flow_owner
+                    .resize(slot + 1, FlowOwner::Transfer(u32::MAX));
             }
             self.flow_owner[slot] = FlowOwner::Exec { instance: i, owner };
         }
@@ -479,7 +523,11 @@ impl<'t> Orchestrator<'t> {
                 self.start_kernel(j, r, t, true);
             }
             OpKind::Nop => self.complete(j, r, op, t),
-            OpKind::Collective { op: coll, bytes, group } => {
+            OpKind::Collective {
+                op: coll,
+                bytes,
+                group,
+            } => {
                 let g = binding.groups[group as usize];
                 let seq = job.index[binding.program as usize].coll_seq[op as usize];
                 let rank = &mut job.ranks[r as usize];
@@ -527,7 +575,11 @@ impl<'t> Orchestrator<'t> {
                         job.unmatched.insert(key, ((r, op), t));
                     }
                     Some((other, _)) => {
-                        let (src, dst) = if send { ((r, op), other) } else { (other, (r, op)) };
+                        let (src, dst) = if send {
+                            ((r, op), other)
+                        } else {
+                            (other, (r, op))
+                        };
                         self.start_transfer(j, src, dst, t)?;
                     }
                 }
@@ -544,7 +596,11 @@ impl<'t> Orchestrator<'t> {
             return;
         }
         rank.account(t);
-        let stream = if memory { &mut rank.memory } else { &mut rank.compute };
+        let stream = if memory {
+            &mut rank.memory
+        } else {
+            &mut rank.compute
+        };
         let Some(op) = stream.queue.pop_front() else {
             return;
         };
@@ -564,12 +620,22 @@ impl<'t> Orchestrator<'t> {
         let job = &mut self.jobs[j as usize];
         let rank = &mut job.ranks[r as usize];
         rank.account(t);
-        let stream = if memory { &mut rank.memory } else { &mut rank.compute };
+        let stream = if memory {
+            &mut rank.memory
+        } else {
+            &mut rank.compute
+        };
         stream.busy = false;
         let since = stream.since;
         let lane = if memory { Lane::Memory } else { Lane::Compute };
         let label = job.spec.workload.program_of(r).ops[op as usize].label;
-        job.stats.slice(Slice { rank: r, lane, label, start: since, end: t });
+        job.stats.slice(Slice {
+            rank: r,
+            lane,
+            label,
+            start: since,
+            end: t,
+        });
         if !memory {
             if let OpKind::Compute(c) = job.spec.workload.program_of(r).ops[op as usize].kind {
                 job.stats.hardware_flops += c.flops;
@@ -629,11 +695,21 @@ impl<'t> Orchestrator<'t> {
             return Ok(());
         }
         let comm = job.spec.comm;
-        let group_seed = mix(comm.seed ^ (u64::from(j) << 32) ^ u64::from(g));
+        // Connections' ports follow from the communicator's members, not from how groups are
+        // numbered, so a workload and its Chakra export hash alike.
+        let group_seed = job.spec.workload.groups[g as usize]
+            .ranks
+            .iter()
+            .fold(mix(comm.seed ^ (u64::from(j) << 32)), |h, &r| {
+                mix(h ^ u64::from(r))
+            });
         let gs = &mut self.jobs[j as usize].groups[g as usize];
         gs.pending.remove(&gs.next);
         gs.busy = true;
-        let (op, bytes) = (self.instances[i as usize].op, self.instances[i as usize].bytes);
+        let (op, bytes) = (
+            self.instances[i as usize].op,
+            self.instances[i as usize].bytes,
+        );
         self.instances[i as usize].start = t;
         let topo = self.topo;
         self.group_ranks(j, g)?;
@@ -648,8 +724,20 @@ impl<'t> Orchestrator<'t> {
 
     /// Starts instance `i` on `ranks`: closed form inside a host, else an execution.
     #[allow(clippy::too_many_arguments)]
-    fn launch(&mut self, j: u32, i: u32, memo: usize, ranks: &Ranks, t: u64, seed: u64, topo: &'t Topology) -> Result<(), RunError> {
-        let (op, bytes) = (self.instances[i as usize].op, self.instances[i as usize].bytes);
+    fn launch(
+        &mut self,
+        j: u32,
+        i: u32,
+        memo: usize,
+        ranks: &Ranks,
+        t: u64,
+        seed: u64,
+        topo: &'t Topology,
+    ) -> Result<(), RunError> {
+        let (op, bytes) = (
+            self.instances[i as usize].op,
+            self.instances[i as usize].bytes,
+        );
         if ranks.len() <= 1 {
             self.heap.push(Reverse((t, COLL_DONE, i, 0, 0)));
             return Ok(());
@@ -662,15 +750,19 @@ impl<'t> Orchestrator<'t> {
             None => {
                 let bw = Bandwidths::of(topo, ranks);
                 let (best, all) = choose(op, bytes, ranks, bw);
-                let algorithm = comm.algorithm.filter(|a| a.supports(op)).unwrap_or(best.algorithm);
+                let algorithm = comm
+                    .algorithm
+                    .filter(|a| a.supports(op))
+                    .unwrap_or(best.algorithm);
                 let protocol = comm.protocol.unwrap_or_else(|| {
                     all.iter()
                         .filter(|c| c.algorithm == algorithm)
                         .min_by(|x, y| x.predicted_us.total_cmp(&y.predicted_us))
                         .map_or(best.protocol, |c| c.protocol)
                 });
-                let closed = (comm.host_closed_form && ranks.hosts().len() == 1)
-                    .then(|| (predict(op, bytes, ranks, bw, algorithm, protocol) * 1e3).round() as u64);
+                let closed = (comm.host_closed_form && ranks.hosts().len() == 1).then(|| {
+                    (predict(op, bytes, ranks, bw, algorithm, protocol) * 1e3).round() as u64
+                });
                 let c = (algorithm, protocol, closed);
                 self.jobs[j as usize].groups[g as usize].memo[memo].1 = Some(c);
                 c
@@ -690,14 +782,18 @@ impl<'t> Orchestrator<'t> {
             fidelity: comm.fidelity,
             sizes: None,
         };
-        let sched = plan(&req).map_err(|source| RunError::Plan { job: self.job_err(j), source })?;
+        let sched = plan(&req).map_err(|source| RunError::Plan {
+            job: self.job_err(j),
+            source,
+        })?;
         let transport = Transport {
             protocol,
             qps: comm.qps,
             qp_mode: comm.qp_mode,
             seed,
         };
-        self.instances[i as usize].exec = Some(Execution::new(topo, sched, &req, transport, Nanos(t)));
+        self.instances[i as usize].exec =
+            Some(Execution::new(topo, sched, &req, transport, Nanos(t)));
         self.touched.push(i);
         Ok(())
     }
@@ -716,7 +812,13 @@ impl<'t> Orchestrator<'t> {
             rank.account(t);
             rank.comm_active -= 1;
             let label = job.spec.workload.program_of(r).ops[op_index as usize].label;
-            job.stats.slice(Slice { rank: r, lane: Lane::Comm, label, start: arrived, end: t });
+            job.stats.slice(Slice {
+                rank: r,
+                lane: Lane::Comm,
+                label,
+                start: arrived,
+                end: t,
+            });
         }
         let gs = &mut job.groups[g as usize];
         gs.busy = false;
@@ -732,7 +834,13 @@ impl<'t> Orchestrator<'t> {
         self.try_start(j, g, t)
     }
 
-    fn start_transfer(&mut self, j: u32, src: (u32, u32), dst: (u32, u32), t: u64) -> Result<(), RunError> {
+    fn start_transfer(
+        &mut self,
+        j: u32,
+        src: (u32, u32),
+        dst: (u32, u32),
+        t: u64,
+    ) -> Result<(), RunError> {
         let job = &mut self.jobs[j as usize];
         let bytes = match job.spec.workload.program_of(src.0).ops[src.1 as usize].kind {
             OpKind::Send { bytes, .. } => bytes,
@@ -767,7 +875,8 @@ impl<'t> Orchestrator<'t> {
         self.flows += 1;
         let slot = flow.0 as usize;
         if self.flow_owner.len() <= slot {
-            self.flow_owner.resize(slot + 1, FlowOwner::Transfer(u32::MAX));
+            self.flow_owner
+                .resize(slot + 1, FlowOwner::Transfer(u32::MAX));
         }
         self.flow_owner[slot] = FlowOwner::Transfer(id);
         Ok(())
@@ -783,7 +892,13 @@ impl<'t> Orchestrator<'t> {
             rank.account(t);
             rank.comm_active -= 1;
             let label = job.spec.workload.program_of(r).ops[op as usize].label;
-            job.stats.slice(Slice { rank: r, lane: Lane::Comm, label, start, end: t });
+            job.stats.slice(Slice {
+                rank: r,
+                lane: Lane::Comm,
+                label,
+                start,
+                end: t,
+            });
         }
         self.complete(j, src.0, src.1, t);
         self.complete(j, dst.0, dst.1, t);
@@ -812,7 +927,11 @@ impl<'t> Orchestrator<'t> {
                         inst.op.name(),
                         group.name,
                         missing.join(", "),
-                        if group.ranks.len() - arrived.len() > 8 { ", ..." } else { "" }
+                        if group.ranks.len() - arrived.len() > 8 {
+                            ", ..."
+                        } else {
+                            ""
+                        }
                     ));
                 }
             }
@@ -821,7 +940,9 @@ impl<'t> Orchestrator<'t> {
         unmatched.sort_unstable_by_key(|(k, _)| **k);
         for (&(src, dst, tag), &((r, _), _)) in unmatched.iter().take(4) {
             let what = if r == src { "send" } else { "receive" };
-            out.push(format!("rank {r}'s {what} ({src} -> {dst}, tag {tag}) has no partner"));
+            out.push(format!(
+                "rank {r}'s {what} ({src} -> {dst}, tag {tag}) has no partner"
+            ));
         }
         if out.is_empty() {
             // Nothing waits on a peer: the ops left wait on each other (a cycle).

@@ -41,13 +41,26 @@ fn rack_of(topo: &Topology, host: usize) -> Option<NodeId> {
 }
 
 /// Places `n` ranks; marks their GPUs in `used` (indexed by node id).
-pub fn place(topo: &Topology, used: &mut [bool], n: usize, how: &Placement) -> Result<Vec<NodeId>, PlacementError> {
+pub fn place(
+    topo: &Topology,
+    used: &mut [bool],
+    n: usize,
+    how: &Placement,
+) -> Result<Vec<NodeId>, PlacementError> {
     let gpus = match how {
         Placement::Packed => packed(topo, used, n)?,
         Placement::Random { seed } => {
-            let mut free: Vec<NodeId> = topo.gpus().iter().copied().filter(|g| !used[g.index()]).collect();
+            let mut free: Vec<NodeId> = topo
+                .gpus()
+                .iter()
+                .copied()
+                .filter(|g| !used[g.index()])
+                .collect();
             if free.len() < n {
-                return Err(PlacementError::TooMany { asked: n, free: free.len() });
+                return Err(PlacementError::TooMany {
+                    asked: n,
+                    free: free.len(),
+                });
             }
             let mut state = *seed;
             for i in (1..free.len()).rev() {
@@ -69,13 +82,18 @@ pub fn place(topo: &Topology, used: &mut [bool], n: usize, how: &Placement) -> R
                 };
                 for g in list {
                     if used[g.index()] || out.contains(&g) {
-                        return Err(PlacementError::Taken { name: topo.node_name(g).to_string() });
+                        return Err(PlacementError::Taken {
+                            name: topo.node_name(g).to_string(),
+                        });
                     }
                     out.push(g);
                 }
             }
             if out.len() < n {
-                return Err(PlacementError::Count { asked: n, have: out.len() });
+                return Err(PlacementError::Count {
+                    asked: n,
+                    have: out.len(),
+                });
             }
             out.truncate(n);
             out
@@ -89,7 +107,8 @@ pub fn place(topo: &Topology, used: &mut [bool], n: usize, how: &Placement) -> R
 
 fn packed(topo: &Topology, used: &[bool], n: usize) -> Result<Vec<NodeId>, PlacementError> {
     let hosts = topo.hosts();
-    let free_host = |h: usize| !hosts[h].gpus.is_empty() && hosts[h].gpus.iter().all(|g| !used[g.index()]);
+    let free_host =
+        |h: usize| !hosts[h].gpus.is_empty() && hosts[h].gpus.iter().all(|g| !used[g.index()]);
     // Racks in fabric order, with their free hosts.
     let mut racks: Vec<(Option<NodeId>, Vec<usize>)> = Vec::new();
     for h in 0..hosts.len() {
@@ -114,12 +133,19 @@ fn packed(topo: &Topology, used: &[bool], n: usize) -> Result<Vec<NodeId>, Place
         out
     };
     // Best fit in one rack, else free hosts in fabric order.
-    let best = racks.iter().filter(|r| count(&r.1) >= n).min_by_key(|r| r.1.len());
+    let best = racks
+        .iter()
+        .filter(|r| count(&r.1) >= n)
+        .min_by_key(|r| r.1.len());
     let chosen = match best {
         Some(r) => take(&mut r.1.iter().copied()),
         None => take(&mut racks.iter().flat_map(|r| r.1.iter().copied())),
     };
-    let gpus_of = |hs: &[usize]| -> Vec<NodeId> { hs.iter().flat_map(|&h| hosts[h].gpus.iter().copied()).collect() };
+    let gpus_of = |hs: &[usize]| -> Vec<NodeId> {
+        hs.iter()
+            .flat_map(|&h| hosts[h].gpus.iter().copied())
+            .collect()
+    };
     let mut gpus = gpus_of(&chosen);
     if gpus.len() < n {
         // Not enough whole hosts: fill with any free GPUs in fabric order.

@@ -69,7 +69,11 @@ impl JobReport {
             gpu: s.gpu,
             iteration_ms: s.iteration_ns as f64 * 1e-6,
             tokens: s.tokens,
-            tokens_per_s: if secs > 0.0 { s.tokens as f64 / secs } else { 0.0 },
+            tokens_per_s: if secs > 0.0 {
+                s.tokens as f64 / secs
+            } else {
+                0.0
+            },
             model_tflops_per_gpu: per_gpu(s.model_flops) * 1e-12,
             mfu: per_gpu(s.model_flops) / s.peak_flops,
             hardware_tflops_per_gpu: per_gpu(s.hardware_flops) * 1e-12,

@@ -161,7 +161,10 @@ struct OutputToml {
 #[derive(Clone, Debug, PartialEq)]
 pub enum WorkloadSource {
     Llm(Box<Training>),
-    Chakra { prefix: PathBuf, groups: Option<PathBuf> },
+    Chakra {
+        prefix: PathBuf,
+        groups: Option<PathBuf>,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -192,13 +195,21 @@ pub struct ScenarioError {
     pub what: String,
 }
 
-fn pick<T: Copy>(key: &str, value: &str, all: &[T], name: fn(T) -> &'static str) -> Result<T, String> {
-    all.iter().copied().find(|&x| name(x) == value).ok_or_else(|| {
-        format!(
-            "{key} = \"{value}\": expected one of {}",
-            all.iter().map(|&x| name(x)).collect::<Vec<_>>().join(", ")
-        )
-    })
+fn pick<T: Copy>(
+    key: &str,
+    value: &str,
+    all: &[T],
+    name: fn(T) -> &'static str,
+) -> Result<T, String> {
+    all.iter()
+        .copied()
+        .find(|&x| name(x) == value)
+        .ok_or_else(|| {
+            format!(
+                "{key} = \"{value}\": expected one of {}",
+                all.iter().map(|&x| name(x)).collect::<Vec<_>>().join(", ")
+            )
+        })
 }
 
 impl Scenario {
@@ -208,11 +219,20 @@ impl Scenario {
             file: file.display().to_string(),
             what,
         };
-        let raw: File = toml::from_str(text).map_err(|e| err(e.to_string().trim_end().to_string()))?;
+        let raw: File =
+            toml::from_str(text).map_err(|e| err(e.to_string().trim_end().to_string()))?;
         let base = file.parent().unwrap_or(Path::new("."));
-        let resolve = |p: &Path| if p.is_absolute() { p.to_path_buf() } else { base.join(p) };
+        let resolve = |p: &Path| {
+            if p.is_absolute() {
+                p.to_path_buf()
+            } else {
+                base.join(p)
+            }
+        };
         let fabric = match (&raw.fabric.file, &raw.fabric.preset) {
-            (Some(_), Some(_)) => return Err(err("[fabric]: give `preset` or `file`, not both".into())),
+            (Some(_), Some(_)) => {
+                return Err(err("[fabric]: give `preset` or `file`, not both".into()))
+            }
             (Some(f), None) => FabricSource::File(resolve(f)),
             (None, p) => FabricSource::from_args(p.as_deref(), None, &raw.fabric.set)
                 .map_err(|e| err(format!("[fabric] set: {e}")))?,
@@ -220,7 +240,10 @@ impl Scenario {
         let policy = match &raw.routing.policy {
             None => Policy::Ecmp,
             Some(p) => Policy::parse(p).ok_or_else(|| {
-                err(format!("[routing] policy = \"{p}\": expected one of {}", Policy::NAMES.join(", ")))
+                err(format!(
+                    "[routing] policy = \"{p}\": expected one of {}",
+                    Policy::NAMES.join(", ")
+                ))
             })?,
         };
         if raw.jobs.is_empty() {
@@ -232,17 +255,28 @@ impl Scenario {
             if jobs.iter().any(|x: &JobEntry| x.name == j.name) {
                 return Err(at("a second job with this name".into()));
             }
-            let gpu = GpuSpec::named(&j.gpu)
-                .ok_or_else(|| at(format!("gpu = \"{}\": expected one of {}", j.gpu, GpuSpec::names().join(", "))))?;
+            let gpu = GpuSpec::named(&j.gpu).ok_or_else(|| {
+                at(format!(
+                    "gpu = \"{}\": expected one of {}",
+                    j.gpu,
+                    GpuSpec::names().join(", ")
+                ))
+            })?;
             let placement = match j.placement.as_str() {
                 "packed" => Placement::Packed,
                 "random" => Placement::Random { seed: j.seed },
                 "hosts" if !j.hosts.is_empty() => Placement::Hosts(j.hosts.clone()),
                 "hosts" => return Err(at("placement = \"hosts\" needs a `hosts` list".into())),
-                p => return Err(at(format!("placement = \"{p}\": expected packed, random or hosts"))),
+                p => {
+                    return Err(at(format!(
+                        "placement = \"{p}\": expected packed, random or hosts"
+                    )))
+                }
             };
             let workload = match (&j.llm, &j.chakra) {
-                (Some(l), None) => WorkloadSource::Llm(Box::new(llm(l, gpu).map_err(|w| at(format!("llm.{w}")))?)),
+                (Some(l), None) => {
+                    WorkloadSource::Llm(Box::new(llm(l, gpu).map_err(|w| at(format!("llm.{w}")))?))
+                }
                 (None, Some(c)) => WorkloadSource::Chakra {
                     prefix: resolve(&c.prefix),
                     groups: c.groups.as_deref().map(resolve),
@@ -282,7 +316,8 @@ impl Scenario {
 
     /// The built-in default.
     pub fn default_scenario() -> Scenario {
-        Scenario::parse(DEFAULT, Path::new("scenarios/default.toml")).expect("the built-in scenario is valid")
+        Scenario::parse(DEFAULT, Path::new("scenarios/default.toml"))
+            .expect("the built-in scenario is valid")
     }
 }
 
@@ -291,7 +326,11 @@ fn llm(l: &LlmToml, gpu: GpuSpec) -> Result<Training, String> {
         format!(
             "model = \"{}\": expected one of {}",
             l.model,
-            ModelSpec::presets().iter().map(|m| m.name.clone()).collect::<Vec<_>>().join(", ")
+            ModelSpec::presets()
+                .iter()
+                .map(|m| m.name.clone())
+                .collect::<Vec<_>>()
+                .join(", ")
         )
     })?;
     for (v, field) in [
@@ -317,7 +356,11 @@ fn llm(l: &LlmToml, gpu: GpuSpec) -> Result<Training, String> {
         "none" => Recompute::None,
         "selective" => Recompute::Selective,
         "full" => Recompute::Full,
-        m => return Err(format!("recompute = \"{m}\": expected none, selective or full")),
+        m => {
+            return Err(format!(
+                "recompute = \"{m}\": expected none, selective or full"
+            ))
+        }
     };
     let t = Training {
         model,
@@ -338,7 +381,8 @@ fn llm(l: &LlmToml, gpu: GpuSpec) -> Result<Training, String> {
         grad_bytes: l.grad_bytes,
         gpu,
     };
-    t.check().map_err(|e| format!(" {e}").trim_start().to_string())?;
+    t.check()
+        .map_err(|e| format!(" {e}").trim_start().to_string())?;
     Ok(t)
 }
 
@@ -363,10 +407,20 @@ fn collectives(c: &CollectivesToml) -> Result<CommConfig, String> {
         out.qps = q;
     }
     if let Some(m) = &c.qp_mode {
-        out.qp_mode = pick("qp_mode", m, &[QpMode::Split, QpMode::RoundRobin], QpMode::name)?;
+        out.qp_mode = pick(
+            "qp_mode",
+            m,
+            &[QpMode::Split, QpMode::RoundRobin],
+            QpMode::name,
+        )?;
     }
     if let Some(f) = &c.fidelity {
-        out.fidelity = pick("fidelity", f, &[Fidelity::Step, Fidelity::Pipelined], Fidelity::name)?;
+        out.fidelity = pick(
+            "fidelity",
+            f,
+            &[Fidelity::Step, Fidelity::Pipelined],
+            Fidelity::name,
+        )?;
     }
     if let Some(h) = c.host_closed_form {
         out.host_closed_form = h;

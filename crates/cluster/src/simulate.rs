@@ -36,15 +36,34 @@ impl SimError {
 }
 
 /// A job's workload, before placement.
-pub fn build_workload(name: &str, source: &WorkloadSource) -> Result<(Workload, Vec<String>), SimError> {
+pub fn build_workload(
+    name: &str,
+    source: &WorkloadSource,
+) -> Result<(Workload, Vec<String>), SimError> {
     match source {
-        WorkloadSource::Llm(t) => generate(t)
-            .map(|w| (w, Vec::new()))
-            .map_err(|source| SimError::Llm { job: name.to_string(), source }),
+        WorkloadSource::Llm(t) => {
+            generate(t)
+                .map(|w| (w, Vec::new()))
+                .map_err(|source| SimError::Llm {
+                    job: name.to_string(),
+                    source,
+                })
+        }
         WorkloadSource::Chakra { prefix, groups } => {
-            let (w, warnings) = import(&prefix.to_string_lossy(), groups.as_deref())
-                .map_err(|source| SimError::Chakra { job: name.to_string(), source })?;
-            Ok((w, warnings.iter().map(|w| format!("job `{name}`: {w}")).collect()))
+            let (w, warnings) =
+                import(&prefix.to_string_lossy(), groups.as_deref()).map_err(|source| {
+                    SimError::Chakra {
+                        job: name.to_string(),
+                        source,
+                    }
+                })?;
+            Ok((
+                w,
+                warnings
+                    .iter()
+                    .map(|w| format!("job `{name}`: {w}"))
+                    .collect(),
+            ))
         }
     }
 }
@@ -68,8 +87,13 @@ pub fn simulate(
     for j in &s.jobs {
         let (workload, w) = build_workload(&j.name, &j.workload)?;
         warnings.extend(w);
-        let gpus = place(topo, &mut used, workload.rank_count(), &j.placement)
-            .map_err(|source| SimError::Placement { job: j.name.clone(), source })?;
+        let gpus =
+            place(topo, &mut used, workload.rank_count(), &j.placement).map_err(|source| {
+                SimError::Placement {
+                    job: j.name.clone(),
+                    source,
+                }
+            })?;
         jobs.push(JobSpec {
             name: j.name.clone(),
             workload,
@@ -78,7 +102,11 @@ pub fn simulate(
             comm: j.comm,
         });
     }
-    let net = Network::new(topo, Router::new(topo, s.policy, s.hash), FlowEngine::new(topo));
+    let net = Network::new(
+        topo,
+        Router::new(topo, s.policy, s.hash),
+        FlowEngine::new(topo),
+    );
     let output = Orchestrator::new(net, jobs, options).run(progress)?;
     Ok(ScenarioRun {
         reports: output.jobs.iter().map(JobReport::new).collect(),

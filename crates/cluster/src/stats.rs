@@ -45,7 +45,11 @@ impl CollectiveKey {
         let scope = group.trim_end_matches(|c: char| c.is_ascii_digit());
         CollectiveKey {
             op,
-            scope: if scope.is_empty() { group.to_string() } else { scope.to_string() },
+            scope: if scope.is_empty() {
+                group.to_string()
+            } else {
+                scope.to_string()
+            },
             ranks,
         }
     }
@@ -98,7 +102,11 @@ impl JobStats {
             transfers: Tally::default(),
             trace_ranks,
             slices: Vec::new(),
-            labels: if trace_ranks > 0 { spec.workload.labels.clone() } else { Vec::new() },
+            labels: if trace_ranks > 0 {
+                spec.workload.labels.clone()
+            } else {
+                Vec::new()
+            },
         }
     }
 

@@ -9,10 +9,16 @@ use crate::stats::{JobStats, Lane};
 pub fn trace_json(jobs: &[JobStats]) -> Value {
     let mut events = Vec::new();
     for (pid, job) in jobs.iter().enumerate() {
-        events.push(json!({"ph": "M", "name": "process_name", "pid": pid, "args": {"name": job.name}}));
+        events.push(
+            json!({"ph": "M", "name": "process_name", "pid": pid, "args": {"name": job.name}}),
+        );
         let ranks = job.trace_ranks.min(job.ranks);
         for r in 0..ranks {
-            for (lane, what) in [(Lane::Compute, "compute"), (Lane::Comm, "comm"), (Lane::Memory, "memory")] {
+            for (lane, what) in [
+                (Lane::Compute, "compute"),
+                (Lane::Comm, "comm"),
+                (Lane::Memory, "memory"),
+            ] {
                 events.push(json!({
                     "ph": "M", "name": "thread_name", "pid": pid, "tid": tid(r, lane),
                     "args": {"name": format!("rank {r} {what}")}

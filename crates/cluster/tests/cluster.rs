@@ -5,7 +5,9 @@ use std::path::Path;
 use fabricsim_cluster::placement::{place, Placement};
 use fabricsim_cluster::{CommConfig, JobReport, JobSpec, Orchestrator, RunError, RunOptions};
 use fabricsim_collectives::bench::{run_size, Bench};
-use fabricsim_collectives::{Collective, Fidelity, Protocol, QpMode, Ranks, Transport, DEFAULT_CHUNK};
+use fabricsim_collectives::{
+    Collective, Fidelity, Protocol, QpMode, Ranks, Transport, DEFAULT_CHUNK,
+};
 use fabricsim_netsim::{FlowEngine, Network};
 use fabricsim_routing::{HashConfig, Policy, Router};
 use fabricsim_topology::presets;
@@ -19,12 +21,22 @@ fn zone() -> Topology {
 }
 
 fn run_jobs(topo: &Topology, jobs: Vec<JobSpec>) -> Result<Vec<JobReport>, RunError> {
-    let net = Network::new(topo, Router::new(topo, Policy::Ecmp, HashConfig::default()), FlowEngine::new(topo));
+    let net = Network::new(
+        topo,
+        Router::new(topo, Policy::Ecmp, HashConfig::default()),
+        FlowEngine::new(topo),
+    );
     let out = Orchestrator::new(net, jobs, RunOptions::default()).run(|_, _, _| {})?;
     Ok(out.jobs.iter().map(JobReport::new).collect())
 }
 
-fn job(topo: &Topology, name: &str, workload: Workload, placement: Placement, used: &mut [bool]) -> JobSpec {
+fn job(
+    topo: &Topology,
+    name: &str,
+    workload: Workload,
+    placement: Placement,
+    used: &mut [bool],
+) -> JobSpec {
     let gpus = place(topo, used, workload.rank_count(), &placement).unwrap();
     JobSpec {
         name: name.into(),
@@ -38,11 +50,15 @@ fn job(topo: &Topology, name: &str, workload: Workload, placement: Placement, us
 #[test]
 fn collective_only_traces_agree_with_bench() {
     let topo = zone();
-    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/astra_examples/astra-sim/examples/workload/microbenchmarks");
+    let base = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/astra_examples/astra-sim/examples/workload/microbenchmarks");
     for (dir, op) in [
         ("all_reduce/16npus_1MB/all_reduce", Collective::AllReduce),
         ("all_gather/16npus_1MB/all_gather", Collective::AllGather),
-        ("reduce_scatter/16npus_1MB/reduce_scatter", Collective::ReduceScatter),
+        (
+            "reduce_scatter/16npus_1MB/reduce_scatter",
+            Collective::ReduceScatter,
+        ),
         ("all_to_all/16npus_1MB/all_to_all", Collective::AllToAll),
         ("all_reduce/8npus_1MB/all_reduce", Collective::AllReduce),
     ] {
@@ -67,15 +83,28 @@ fn collective_only_traces_agree_with_bench() {
             channels: comm.channels,
             chunk: DEFAULT_CHUNK,
             fidelity: Fidelity::Pipelined,
-            transport: Transport { protocol: Protocol::Simple, qps: 1, qp_mode: QpMode::Split, seed: 0 },
+            transport: Transport {
+                protocol: Protocol::Simple,
+                qps: 1,
+                qp_mode: QpMode::Split,
+                seed: 0,
+            },
             policy: Policy::Ecmp,
             hash: HashConfig::default(),
             down: Vec::new(),
         };
         let row = run_size(&topo, &ranks, &bench, bytes).unwrap();
         let sim = reports[0].iteration_ms * 1e3;
-        assert!((sim / row.time_us - 1.0).abs() < 1e-3, "{dir}: run {sim} µs, bench {} µs", row.time_us);
-        assert!((closed / row.time_us - 1.0).abs() < 0.03, "{dir}: closed form {closed} µs, bench {} µs", row.time_us);
+        assert!(
+            (sim / row.time_us - 1.0).abs() < 1e-3,
+            "{dir}: run {sim} µs, bench {} µs",
+            row.time_us
+        );
+        assert!(
+            (closed / row.time_us - 1.0).abs() < 0.03,
+            "{dir}: closed form {closed} µs, bench {} µs",
+            row.time_us
+        );
     }
 }
 
@@ -84,7 +113,16 @@ fn small_llm() -> Training {
     model.layers = 4;
     Training {
         model,
-        parallel: Parallelism { tp: 8, sp: true, cp: 1, pp: 2, vpp: 1, dp: 2, dp_mode: DpMode::Fsdp, ep: 1 },
+        parallel: Parallelism {
+            tp: 8,
+            sp: true,
+            cp: 1,
+            pp: 2,
+            vpp: 1,
+            dp: 2,
+            dp_mode: DpMode::Fsdp,
+            ep: 1,
+        },
         seq: 2048,
         micro_batch: 1,
         global_batch: 8,
@@ -101,14 +139,30 @@ fn generated_job_runs_and_is_deterministic() {
     let mut runs = Vec::new();
     for _ in 0..2 {
         let mut used = vec![false; topo.node_count()];
-        let spec = job(&topo, "llm", generate(&t).unwrap(), Placement::Packed, &mut used);
+        let spec = job(
+            &topo,
+            "llm",
+            generate(&t).unwrap(),
+            Placement::Packed,
+            &mut used,
+        );
         let r = run_jobs(&topo, vec![spec]).unwrap();
         runs.push(serde_json::to_string(&r).unwrap());
     }
     assert_eq!(runs[0], runs[1]);
     let r: Vec<JobReport> = {
         let mut used = vec![false; topo.node_count()];
-        run_jobs(&topo, vec![job(&topo, "llm", generate(&t).unwrap(), Placement::Packed, &mut used)]).unwrap()
+        run_jobs(
+            &topo,
+            vec![job(
+                &topo,
+                "llm",
+                generate(&t).unwrap(),
+                Placement::Packed,
+                &mut used,
+            )],
+        )
+        .unwrap()
     };
     let r = &r[0];
     assert!(r.iteration_ms > 0.0);
@@ -125,34 +179,81 @@ fn generated_job_runs_and_is_deterministic() {
 fn missing_member_stalls_with_diagnosis() {
     let topo = zone();
     let mut p0 = Program::new();
-    p0.push(Op { id: 7, label: 0, kind: OpKind::Collective { op: Collective::AllReduce, bytes: 1 << 20, group: 0 } }, &[]);
+    p0.push(
+        Op {
+            id: 7,
+            label: 0,
+            kind: OpKind::Collective {
+                op: Collective::AllReduce,
+                bytes: 1 << 20,
+                group: 0,
+            },
+        },
+        &[],
+    );
     let w = Workload {
         name: "broken".into(),
         labels: vec!["ar".into()],
         programs: vec![p0, Program::new()],
         ranks: vec![
-            Binding { program: 0, groups: vec![0], peers: vec![] },
-            Binding { program: 1, groups: vec![0], peers: vec![] },
+            Binding {
+                program: 0,
+                groups: vec![0],
+                peers: vec![],
+            },
+            Binding {
+                program: 1,
+                groups: vec![0],
+                peers: vec![],
+            },
         ],
-        groups: vec![Group { name: "world".into(), ranks: vec![0, 1] }],
+        groups: vec![Group {
+            name: "world".into(),
+            ranks: vec![0, 1],
+        }],
         ..Workload::default()
     };
     let mut used = vec![false; topo.node_count()];
     let spec = job(&topo, "broken", w, Placement::Packed, &mut used);
     let e = run_jobs(&topo, vec![spec]).unwrap_err().to_string();
-    assert!(e.contains("stalled") && e.contains("waits for ranks 1"), "{e}");
+    assert!(
+        e.contains("stalled") && e.contains("waits for ranks 1"),
+        "{e}"
+    );
 }
 
 #[test]
 fn receive_without_send_stalls_with_diagnosis() {
     let topo = zone();
     let mut p0 = Program::new();
-    p0.push(Op { id: 0, label: 0, kind: OpKind::Recv { peer: 0, bytes: 100, tag: 5 } }, &[]);
+    p0.push(
+        Op {
+            id: 0,
+            label: 0,
+            kind: OpKind::Recv {
+                peer: 0,
+                bytes: 100,
+                tag: 5,
+            },
+        },
+        &[],
+    );
     let w = Workload {
         name: "lonely".into(),
         labels: vec!["recv".into()],
         programs: vec![p0, Program::new()],
-        ranks: vec![Binding { program: 0, groups: vec![], peers: vec![1] }, Binding { program: 1, groups: vec![], peers: vec![] }],
+        ranks: vec![
+            Binding {
+                program: 0,
+                groups: vec![],
+                peers: vec![1],
+            },
+            Binding {
+                program: 1,
+                groups: vec![],
+                peers: vec![],
+            },
+        ],
         ..Workload::default()
     };
     let mut used = vec![false; topo.node_count()];

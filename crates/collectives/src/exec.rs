@@ -148,7 +148,9 @@ impl Execution {
     ) -> Execution {
         let state = match req.fidelity {
             Fidelity::Step => State::Steps(Steps::new(&sched, transport.qp_mode)),
-            Fidelity::Pipelined => State::Groups(Groups::new(&sched, Bandwidths::of(topo, req.ranks))),
+            Fidelity::Pipelined => {
+                State::Groups(Groups::new(&sched, Bandwidths::of(topo, req.ranks)))
+            }
         };
         let n = match &state {
             State::Steps(_) => sched.transfers.len(),
@@ -168,7 +170,9 @@ impl Execution {
         };
         match &x.state {
             State::Steps(s) => {
-                let ready: Vec<u32> = (0..n as u32).filter(|&t| s.waiting[t as usize] == 0).collect();
+                let ready: Vec<u32> = (0..n as u32)
+                    .filter(|&t| s.waiting[t as usize] == 0)
+                    .collect();
                 for t in ready {
                     x.ready(t, now.0);
                 }
@@ -214,8 +218,14 @@ impl Execution {
     /// The work that never ran, for a stall diagnosis: (left, total).
     pub fn left(&self) -> (usize, usize) {
         match &self.state {
-            State::Steps(s) => (self.sched.transfers.len() - s.ran, self.sched.transfers.len()),
-            State::Groups(g) => (self.sched.groups.len() - g.finished, self.sched.groups.len()),
+            State::Steps(s) => (
+                self.sched.transfers.len() - s.ran,
+                self.sched.transfers.len(),
+            ),
+            State::Groups(g) => (
+                self.sched.groups.len() - g.finished,
+                self.sched.groups.len(),
+            ),
         }
     }
 
@@ -236,7 +246,8 @@ impl Execution {
                             self.ready(next, at);
                         }
                     }
-                    self.queue.push(Reverse((at + self.latency[t], ARRIVE, owner)));
+                    self.queue
+                        .push(Reverse((at + self.latency[t], ARRIVE, owner)));
                 }
             }
             State::Groups(g) => {
@@ -249,7 +260,8 @@ impl Execution {
                     g.mean_hop[i]
                 };
                 let extra = u64::from(group.steps) * per_step;
-                self.queue.push(Reverse((at + extra + fill, GROUP_DONE, owner)));
+                self.queue
+                    .push(Reverse((at + extra + fill, GROUP_DONE, owner)));
             }
         }
     }
@@ -307,7 +319,13 @@ impl Execution {
     }
 
     /// The strand of `t` on QP `qp`, carrying `weight`.
-    fn strand(&self, topo: &Topology, t: &Transfer, qp: u32, weight: f64) -> Result<Strand, ExecError> {
+    fn strand(
+        &self,
+        topo: &Topology,
+        t: &Transfer,
+        qp: u32,
+        weight: f64,
+    ) -> Result<Strand, ExecError> {
         let legs = match t.path {
             Path::Direct => vec![Leg::Routed(self.key(t.src, t.dst, t.channel, qp))],
             Path::Via(p) => vec![

@@ -56,7 +56,10 @@ pub struct Compute {
 pub enum OpKind {
     Compute(Compute),
     /// A load from (or store to) memory: `bytes` at HBM bandwidth on the rank's memory stream.
-    Memory { bytes: u64, store: bool },
+    Memory {
+        bytes: u64,
+        store: bool,
+    },
     /// A collective on the communicator in group slot `group`; `bytes` in nccl-tests terms
     /// ([`fabricsim_collectives::op`]).
     Collective {
@@ -65,9 +68,17 @@ pub enum OpKind {
         group: u16,
     },
     /// Sends `bytes` to the rank in peer slot `peer`, matched with its receive by `tag`.
-    Send { peer: u16, bytes: u64, tag: u64 },
+    Send {
+        peer: u16,
+        bytes: u64,
+        tag: u64,
+    },
     /// Receives `bytes` from the rank in peer slot `peer`.
-    Recv { peer: u16, bytes: u64, tag: u64 },
+    Recv {
+        peer: u16,
+        bytes: u64,
+        tag: u64,
+    },
     /// Takes no time: a dependency point (a trace's CPU op or metadata node).
     Nop,
 }
@@ -213,9 +224,17 @@ pub enum GraphError {
     #[error("rank {rank} communicates on group `{group}`, which does not contain it")]
     NotAMember { rank: u32, group: String },
     #[error("rank {rank} binds group {group}, but there are {groups}")]
-    NoGroup { rank: u32, group: u32, groups: usize },
+    NoGroup {
+        rank: u32,
+        group: u32,
+        groups: usize,
+    },
     #[error("group `{group}` names rank {rank}, but the workload has {ranks} ranks")]
-    GroupRank { group: String, rank: u32, ranks: usize },
+    GroupRank {
+        group: String,
+        rank: u32,
+        ranks: usize,
+    },
     #[error("rank {rank} runs program {program}, but there are {programs}")]
     NoProgram {
         rank: u32,
@@ -241,11 +260,17 @@ impl Workload {
     }
 
     pub fn label(&self, op: &Op) -> &str {
-        self.labels.get(op.label as usize).map_or("", String::as_str)
+        self.labels
+            .get(op.label as usize)
+            .map_or("", String::as_str)
     }
 
     /// Interns `label`, returning its index.
-    pub fn intern(&mut self, label: &str, index: &mut std::collections::HashMap<String, u32>) -> u32 {
+    pub fn intern(
+        &mut self,
+        label: &str,
+        index: &mut std::collections::HashMap<String, u32>,
+    ) -> u32 {
         if let Some(&i) = index.get(label) {
             return i;
         }
@@ -298,7 +323,8 @@ impl Workload {
                     program: b.program,
                     programs: self.programs.len(),
                 })?;
-            if let Some((slot, &peer)) = b.peers.iter().enumerate().find(|(_, &r)| r as usize >= n) {
+            if let Some((slot, &peer)) = b.peers.iter().enumerate().find(|(_, &r)| r as usize >= n)
+            {
                 return Err(GraphError::PeerRank {
                     rank,
                     slot,

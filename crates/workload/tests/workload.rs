@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 
 use fabricsim_collectives::Collective;
 use fabricsim_workload::chakra::{self, import};
-use fabricsim_workload::llm::{generate, memory, DpMode, ModelSpec, Parallelism, Recompute, Training};
+use fabricsim_workload::llm::{
+    generate, memory, DpMode, ModelSpec, Parallelism, Recompute, Training,
+};
 use fabricsim_workload::{GpuSpec, OpKind, Workload};
 
 fn examples() -> PathBuf {
@@ -14,7 +16,11 @@ fn examples() -> PathBuf {
 
 /// Every `<prefix>.<rank>.et` trace under the examples, as prefixes.
 fn trace_prefixes(dir: &Path, out: &mut Vec<String>) {
-    let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().map(|e| e.path()).collect();
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
     entries.sort();
     for p in entries {
         if p.is_dir() {
@@ -31,9 +37,13 @@ fn every_example_trace_imports() {
     trace_prefixes(&examples(), &mut prefixes);
     assert!(prefixes.len() >= 14, "found {prefixes:?}");
     for prefix in prefixes {
-        let groups = PathBuf::from(format!("{}.json", prefix.trim_end_matches(|c: char| c != '/').to_string() + "workload"));
+        let groups = PathBuf::from(format!(
+            "{}.json",
+            prefix.trim_end_matches(|c: char| c != '/').to_string() + "workload"
+        ));
         let groups = groups.is_file().then_some(groups);
-        let (w, _warnings) = import(&prefix, groups.as_deref()).unwrap_or_else(|e| panic!("{prefix}: {e}"));
+        let (w, _warnings) =
+            import(&prefix, groups.as_deref()).unwrap_or_else(|e| panic!("{prefix}: {e}"));
         assert!(w.rank_count() >= 4, "{prefix}");
         assert!(w.op_count() >= w.rank_count(), "{prefix}");
     }
@@ -45,7 +55,11 @@ fn microbenchmark_traces_read_as_astra_sim_sizes() {
     for (dir, op, factor) in [
         ("all_reduce/8npus_1MB/all_reduce", Collective::AllReduce, 1),
         ("all_gather/8npus_1MB/all_gather", Collective::AllGather, 8),
-        ("reduce_scatter/8npus_1MB/reduce_scatter", Collective::ReduceScatter, 1),
+        (
+            "reduce_scatter/8npus_1MB/reduce_scatter",
+            Collective::ReduceScatter,
+            1,
+        ),
         ("all_to_all/8npus_1MB/all_to_all", Collective::AllToAll, 1),
     ] {
         let (w, warnings) = import(base.join(dir).to_str().unwrap(), None).unwrap();
@@ -100,15 +114,36 @@ fn real_trace_with_absent_dependencies_warns_and_imports() {
 fn custom_ring_traces_pair_sends_and_receives() {
     let prefix = examples().join("astra-sim/examples/system/custom_collectives/custom_ring_allreduce_8npus_1MB/custom_allreduce");
     let (w, _) = import(prefix.to_str().unwrap(), None).unwrap();
-    let count = |f: fn(&OpKind) -> bool| (0..8).map(|r| w.program_of(r).ops.iter().filter(|o| f(&o.kind)).count()).sum::<usize>();
+    let count = |f: fn(&OpKind) -> bool| {
+        (0..8)
+            .map(|r| w.program_of(r).ops.iter().filter(|o| f(&o.kind)).count())
+            .sum::<usize>()
+    };
     assert_eq!(count(|k| matches!(k, OpKind::Send { .. })), 8 * 14);
     assert_eq!(count(|k| matches!(k, OpKind::Recv { .. })), 8 * 14);
 }
 
-pub fn training(model: &str, tp: u32, cp: u32, pp: u32, vpp: u32, dp: u32, dp_mode: DpMode) -> Training {
+pub fn training(
+    model: &str,
+    tp: u32,
+    cp: u32,
+    pp: u32,
+    vpp: u32,
+    dp: u32,
+    dp_mode: DpMode,
+) -> Training {
     Training {
         model: ModelSpec::named(model).unwrap(),
-        parallel: Parallelism { tp, sp: false, cp, pp, vpp, dp, dp_mode, ep: 1 },
+        parallel: Parallelism {
+            tp,
+            sp: false,
+            cp,
+            pp,
+            vpp,
+            dp,
+            dp_mode,
+            ep: 1,
+        },
         seq: 4096,
         micro_batch: 1,
         global_batch: 8 * dp,
@@ -165,7 +200,10 @@ fn generated_flops_equal_six_p_n_plus_attention() {
         let got = flops_of(&w);
         // Exact but for a vocabulary TP does not divide (GPT-3's 50,257): each TP rank's LM
         // head shard is padded up, as Megatron pads the vocabulary.
-        assert!((got / expect - 1.0).abs() < 1e-6, "{model} tp{tp} cp{cp} pp{pp}: {got} vs {expect}");
+        assert!(
+            (got / expect - 1.0).abs() < 1e-6,
+            "{model} tp{tp} cp{cp} pp{pp}: {got} vs {expect}"
+        );
         assert_eq!(w.accounting.model_flops, expect);
     }
 }
@@ -197,7 +235,13 @@ fn collective_volumes_match_closed_form() {
     assert_eq!(n, 17);
     assert_eq!(bytes, 4 * (16 * layer + m.embedding_params() / 8));
     // Pipeline: 8 activation sends on stage 0, 8 gradient sends on stage 1.
-    let sends = |r: u32| w.program_of(r).ops.iter().filter(|o| matches!(o.kind, OpKind::Send { bytes, .. } if bytes == act)).count();
+    let sends = |r: u32| {
+        w.program_of(r)
+            .ops
+            .iter()
+            .filter(|o| matches!(o.kind, OpKind::Send { bytes, .. } if bytes == act))
+            .count()
+    };
     assert_eq!(sends(0), 8);
     assert_eq!(sends(8), 8);
 
@@ -206,13 +250,25 @@ fn collective_volumes_match_closed_form() {
     sp.parallel.sp = true;
     let w = generate(&sp).unwrap();
     assert_eq!(collectives(&w, 0, Collective::AllReduce, "-tp-").0, 0);
-    assert_eq!(collectives(&w, 0, Collective::AllGather, "-tp-"), (16 * 8 * 4, 16 * 8 * 4 * act));
-    assert_eq!(collectives(&w, 0, Collective::ReduceScatter, "-tp-"), (16 * 8 * 4, 16 * 8 * 4 * act));
+    assert_eq!(
+        collectives(&w, 0, Collective::AllGather, "-tp-"),
+        (16 * 8 * 4, 16 * 8 * 4 * act)
+    );
+    assert_eq!(
+        collectives(&w, 0, Collective::ReduceScatter, "-tp-"),
+        (16 * 8 * 4, 16 * 8 * 4 * act)
+    );
 
     // FSDP: one BF16 weight all-gather and one FP32 gradient reduce-scatter per layer.
     let w = generate(&training("llama3-8b", 8, 1, 2, 1, 2, DpMode::Fsdp)).unwrap();
-    assert_eq!(collectives(&w, 0, Collective::AllGather, "weights"), (16, 16 * layer * 2));
-    assert_eq!(collectives(&w, 0, Collective::ReduceScatter, "-grad-").0, 17);
+    assert_eq!(
+        collectives(&w, 0, Collective::AllGather, "weights"),
+        (16, 16 * layer * 2)
+    );
+    assert_eq!(
+        collectives(&w, 0, Collective::ReduceScatter, "-grad-").0,
+        17
+    );
 }
 
 #[test]
@@ -268,7 +324,11 @@ fn generated_workload_round_trips_through_chakra() {
         for i in 0..a.len() {
             assert_eq!(w.label(&a.ops[i]), back.label(&b.ops[i]));
             assert_eq!(a.deps(i as u32), b.deps(i as u32));
-            assert_eq!(resolve(&w, r, a.ops[i].kind), resolve(&back, r, b.ops[i].kind), "rank {r} op {i}");
+            assert_eq!(
+                resolve(&w, r, a.ops[i].kind),
+                resolve(&back, r, b.ops[i].kind),
+                "rank {r} op {i}"
+            );
         }
     }
 }
@@ -278,10 +338,17 @@ fn resolve(w: &Workload, rank: u32, k: OpKind) -> String {
     let b = &w.ranks[rank as usize];
     match k {
         OpKind::Collective { op, bytes, group } => {
-            format!("{op:?} {bytes} {:?}", w.groups[b.groups[group as usize] as usize].ranks)
+            format!(
+                "{op:?} {bytes} {:?}",
+                w.groups[b.groups[group as usize] as usize].ranks
+            )
         }
-        OpKind::Send { peer, bytes, tag } => format!("send {} {bytes} {tag}", b.peers[peer as usize]),
-        OpKind::Recv { peer, bytes, tag } => format!("recv {} {bytes} {tag}", b.peers[peer as usize]),
+        OpKind::Send { peer, bytes, tag } => {
+            format!("send {} {bytes} {tag}", b.peers[peer as usize])
+        }
+        OpKind::Recv { peer, bytes, tag } => {
+            format!("recv {} {bytes} {tag}", b.peers[peer as usize])
+        }
         k => format!("{k:?}"),
     }
 }

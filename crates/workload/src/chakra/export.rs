@@ -49,7 +49,10 @@ pub fn rank_trace(w: &Workload, rank: u32) -> RankTrace {
                 attrs.push(attr("is_cpu_op", Value::BoolVal(false)));
                 attrs.push(attr("num_ops", Value::Int64Val(c.flops.round() as i64)));
                 attrs.push(attr("tensor_size", Value::Int64Val(c.bytes.round() as i64)));
-                attrs.push(attr("fabricsim_class", Value::StringVal(c.class.name().into())));
+                attrs.push(attr(
+                    "fabricsim_class",
+                    Value::StringVal(c.class.name().into()),
+                ));
                 if let Some(s) = c.shape {
                     attrs.push(attr(
                         "fabricsim_gemm_shape",
@@ -69,7 +72,9 @@ pub fn rank_trace(w: &Workload, rank: u32) -> RankTrace {
             OpKind::Collective { op, bytes, group } => {
                 let g = &w.groups[b.groups[group as usize] as usize];
                 let size = match op {
-                    Collective::AllGather | Collective::Gather => bytes / g.ranks.len().max(1) as u64,
+                    Collective::AllGather | Collective::Gather => {
+                        bytes / g.ranks.len().max(1) as u64
+                    }
                     _ => bytes,
                 };
                 attrs.push(attr("is_cpu_op", Value::BoolVal(false)));
@@ -82,7 +87,11 @@ pub fn rank_trace(w: &Workload, rank: u32) -> RankTrace {
                 let send = matches!(op.kind, OpKind::Send { .. });
                 let p = b.peers[peer as usize] as i32;
                 attrs.push(attr("is_cpu_op", Value::BoolVal(false)));
-                let (src, dst) = if send { (rank as i32, p) } else { (p, rank as i32) };
+                let (src, dst) = if send {
+                    (rank as i32, p)
+                } else {
+                    (p, rank as i32)
+                };
                 attrs.push(attr("comm_src", Value::Int32Val(src)));
                 attrs.push(attr("comm_dst", Value::Int32Val(dst)));
                 attrs.push(attr("comm_size", Value::Int64Val(bytes as i64)));

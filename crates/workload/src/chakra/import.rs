@@ -86,28 +86,31 @@ impl Attrs<'_> {
 }
 
 fn collective(t: i64) -> Option<Collective> {
-    Some(match CollectiveCommType::try_from(i32::try_from(t).ok()?).ok()? {
-        CollectiveCommType::AllReduce => Collective::AllReduce,
-        CollectiveCommType::Reduce => Collective::Reduce,
-        CollectiveCommType::AllGather => Collective::AllGather,
-        CollectiveCommType::Gather => Collective::Gather,
-        CollectiveCommType::Scatter => Collective::Scatter,
-        CollectiveCommType::Broadcast => Collective::Broadcast,
-        CollectiveCommType::AllToAll => Collective::AllToAll,
-        CollectiveCommType::ReduceScatter | CollectiveCommType::ReduceScatterBlock => {
-            Collective::ReduceScatter
-        }
-        CollectiveCommType::Barrier => Collective::Barrier,
-    })
+    Some(
+        match CollectiveCommType::try_from(i32::try_from(t).ok()?).ok()? {
+            CollectiveCommType::AllReduce => Collective::AllReduce,
+            CollectiveCommType::Reduce => Collective::Reduce,
+            CollectiveCommType::AllGather => Collective::AllGather,
+            CollectiveCommType::Gather => Collective::Gather,
+            CollectiveCommType::Scatter => Collective::Scatter,
+            CollectiveCommType::Broadcast => Collective::Broadcast,
+            CollectiveCommType::AllToAll => Collective::AllToAll,
+            CollectiveCommType::ReduceScatter | CollectiveCommType::ReduceScatterBlock => {
+                Collective::ReduceScatter
+            }
+            CollectiveCommType::Barrier => Collective::Barrier,
+        },
+    )
 }
 
 /// Reads a communicator-group JSON: `{"name": [rank, ...], ...}`.
 pub fn read_groups(path: &Path) -> Result<BTreeMap<String, Vec<u32>>, ChakraError> {
     let text = std::fs::read_to_string(path).map_err(io(path))?;
-    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| ChakraError::Groups {
-        path: path.to_path_buf(),
-        what: format!("not JSON: {e}"),
-    })?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| ChakraError::Groups {
+            path: path.to_path_buf(),
+            what: format!("not JSON: {e}"),
+        })?;
     let obj = value.as_object().ok_or_else(|| ChakraError::Groups {
         path: path.to_path_buf(),
         what: "expected an object mapping group names to rank lists".into(),
@@ -131,7 +134,10 @@ pub fn read_groups(path: &Path) -> Result<BTreeMap<String, Vec<u32>>, ChakraErro
 }
 
 /// Imports the trace `<prefix>.<rank>.et` with an optional communicator-group JSON.
-pub fn import(prefix: &str, groups: Option<&Path>) -> Result<(Workload, Vec<Warning>), ChakraError> {
+pub fn import(
+    prefix: &str,
+    groups: Option<&Path>,
+) -> Result<(Workload, Vec<Warning>), ChakraError> {
     let files = rank_files(prefix)?;
     let traces = files
         .iter()
@@ -189,16 +195,19 @@ pub fn from_traces(
             let attrs = Attrs(&node.attr);
             let size = |what: &str| -> Result<u64, ChakraError> {
                 let v = attrs.int("comm_size").unwrap_or(0);
-                u64::try_from(v).map_err(|_| node_err(node.id, format!("{what}: comm_size {v} is negative")))
+                u64::try_from(v)
+                    .map_err(|_| node_err(node.id, format!("{what}: comm_size {v} is negative")))
             };
             let mut peer = |attr: &str, binding: &mut Binding| -> Result<u16, ChakraError> {
                 let p = attrs
                     .int(attr)
                     .ok_or_else(|| node_err(node.id, format!("missing `{attr}`")))?;
-                let p = u32::try_from(p)
-                    .ok()
-                    .filter(|&p| p < n)
-                    .ok_or_else(|| node_err(node.id, format!("`{attr}` = {p}, but the trace has {n} ranks")))?;
+                let p = u32::try_from(p).ok().filter(|&p| p < n).ok_or_else(|| {
+                    node_err(
+                        node.id,
+                        format!("`{attr}` = {p}, but the trace has {n} ranks"),
+                    )
+                })?;
                 Ok(*peer_slot.entry(p).or_insert_with(|| {
                     binding.peers.push(p);
                     binding.peers.len() as u16 - 1
@@ -207,7 +216,10 @@ pub fn from_traces(
             let ty = NodeType::try_from(node.r#type).unwrap_or(NodeType::InvalidNode);
             let cpu = attrs.int("is_cpu_op").unwrap_or(0) != 0;
             let kind = match ty {
-                NodeType::CompNode | NodeType::CommCollNode | NodeType::CommSendNode | NodeType::CommRecvNode
+                NodeType::CompNode
+                | NodeType::CommCollNode
+                | NodeType::CommSendNode
+                | NodeType::CommRecvNode
                     if cpu =>
                 {
                     OpKind::Nop
@@ -221,12 +233,14 @@ pub fn from_traces(
                         Some("elementwise") => OpClass::Elementwise,
                         _ => OpClass::Other,
                     };
-                    let shape = attrs.get("fabricsim_gemm_shape").and_then(|a| match &a.value {
-                        Some(Value::Uint32List(l)) if l.values.len() == 3 => {
-                            Some([l.values[0], l.values[1], l.values[2]])
-                        }
-                        _ => None,
-                    });
+                    let shape = attrs
+                        .get("fabricsim_gemm_shape")
+                        .and_then(|a| match &a.value {
+                            Some(Value::Uint32List(l)) if l.values.len() == 3 => {
+                                Some([l.values[0], l.values[1], l.values[2]])
+                            }
+                            _ => None,
+                        });
                     OpKind::Compute(Compute {
                         class,
                         flops,
@@ -237,7 +251,10 @@ pub fn from_traces(
                     })
                 }
                 NodeType::MemLoadNode | NodeType::MemStoreNode => OpKind::Memory {
-                    bytes: attrs.int("tensor_size").and_then(|v| u64::try_from(v).ok()).unwrap_or(0),
+                    bytes: attrs
+                        .int("tensor_size")
+                        .and_then(|v| u64::try_from(v).ok())
+                        .unwrap_or(0),
                     store: ty == NodeType::MemStoreNode,
                 },
                 NodeType::CommSendNode => OpKind::Send {
@@ -251,32 +268,49 @@ pub fn from_traces(
                     tag: attrs.int("comm_tag").unwrap_or(0) as u64,
                 },
                 NodeType::CommCollNode => {
-                    let t = attrs
-                        .int("comm_type")
-                        .ok_or_else(|| node_err(node.id, "collective without `comm_type`".into()))?;
+                    let t = attrs.int("comm_type").ok_or_else(|| {
+                        node_err(node.id, "collective without `comm_type`".into())
+                    })?;
                     let op = collective(t)
                         .ok_or_else(|| node_err(node.id, format!("unknown comm_type {t}")))?;
                     let pg = attrs.str("pg_name").unwrap_or("");
-                    let members: Vec<u32> = if pg.is_empty() || (pg == "0" && !named.contains_key("0")) {
+                    let members: Vec<u32> = if pg.is_empty()
+                        || (pg == "0" && !named.contains_key("0"))
+                    {
                         (0..n).collect()
                     } else {
                         named.get(pg).cloned().ok_or_else(|| {
                             node_err(
                                 node.id,
                                 match groups_file {
-                                    Some(g) => format!("pg_name `{pg}` is not a group of {}", g.display()),
-                                    None => format!("pg_name `{pg}` needs a communicator-group JSON (--groups)"),
+                                    Some(g) => {
+                                        format!("pg_name `{pg}` is not a group of {}", g.display())
+                                    }
+                                    None => format!(
+                                        "pg_name `{pg}` needs a communicator-group JSON (--groups)"
+                                    ),
                                 },
                             )
                         })?
                     };
                     if let Some(&bad) = members.iter().find(|&&r| r >= n) {
-                        return Err(node_err(node.id, format!("group `{pg}` names rank {bad}, but the trace has {n} ranks")));
+                        return Err(node_err(
+                            node.id,
+                            format!("group `{pg}` names rank {bad}, but the trace has {n} ranks"),
+                        ));
                     }
-                    let key = if pg.is_empty() { "0".to_string() } else { pg.to_string() };
+                    let key = if pg.is_empty() {
+                        "0".to_string()
+                    } else {
+                        pg.to_string()
+                    };
                     let g = *group_index.entry(key.clone()).or_insert_with(|| {
                         w.groups.push(Group {
-                            name: if key == "0" && !named.contains_key("0") { "world".into() } else { key.clone() },
+                            name: if key == "0" && !named.contains_key("0") {
+                                "world".into()
+                            } else {
+                                key.clone()
+                            },
                             ranks: members.clone(),
                         });
                         w.groups.len() as u32 - 1
@@ -290,7 +324,11 @@ pub fn from_traces(
                         Collective::AllGather | Collective::Gather => raw * members.len() as u64,
                         _ => raw,
                     };
-                    OpKind::Collective { op, bytes, group: slot }
+                    OpKind::Collective {
+                        op,
+                        bytes,
+                        group: slot,
+                    }
                 }
                 NodeType::MetadataNode | NodeType::InvalidNode => OpKind::Nop,
             };

@@ -43,7 +43,11 @@ pub enum ChakraError {
     #[error("no trace files `{prefix}.0.et`, `{prefix}.1.et`, ... found")]
     NoFiles { prefix: String },
     #[error("{path}: node {id}: {what}")]
-    Node { path: PathBuf, id: u64, what: String },
+    Node {
+        path: PathBuf,
+        id: u64,
+        what: String,
+    },
     #[error("{path}: {what}")]
     Groups { path: PathBuf, what: String },
     #[error(transparent)]
@@ -87,7 +91,8 @@ pub fn read_file(path: &Path) -> Result<RankTrace, ChakraError> {
         offset,
         what: e.to_string(),
     };
-    let metadata = pb::GlobalMetadata::decode_length_delimited(&mut buf).map_err(|e| decode_err(0, e))?;
+    let metadata =
+        pb::GlobalMetadata::decode_length_delimited(&mut buf).map_err(|e| decode_err(0, e))?;
     let mut nodes = Vec::new();
     while !buf.is_empty() {
         let offset = bytes.len() - buf.len();

@@ -82,9 +82,15 @@ impl Layout {
     fn members(&self, dim: Dim, r: u32) -> Vec<u32> {
         let c = self.coord(r);
         match dim {
-            Dim::Tp => (0..self.tp).map(|i| self.rank(Coord { tp: i, ..c })).collect(),
-            Dim::Cp => (0..self.cp).map(|i| self.rank(Coord { cp: i, ..c })).collect(),
-            Dim::Dp => (0..self.dp).map(|i| self.rank(Coord { dp: i, ..c })).collect(),
+            Dim::Tp => (0..self.tp)
+                .map(|i| self.rank(Coord { tp: i, ..c }))
+                .collect(),
+            Dim::Cp => (0..self.cp)
+                .map(|i| self.rank(Coord { cp: i, ..c }))
+                .collect(),
+            Dim::Dp => (0..self.dp)
+                .map(|i| self.rank(Coord { dp: i, ..c }))
+                .collect(),
             Dim::Ep => {
                 let base = c.dp / self.ep * self.ep;
                 (0..self.ep)
@@ -92,7 +98,12 @@ impl Layout {
                     .collect()
             }
             Dim::Edp => (0..self.dp / self.ep)
-                .map(|j| self.rank(Coord { dp: c.dp % self.ep + j * self.ep, ..c }))
+                .map(|j| {
+                    self.rank(Coord {
+                        dp: c.dp % self.ep + j * self.ep,
+                        ..c
+                    })
+                })
                 .collect(),
         }
     }
@@ -139,7 +150,10 @@ pub fn generate(t: &Training) -> Result<Workload, LlmError> {
     let slot = |d: Dim| dims.iter().position(|&x| x == d).map(|i| i as u16);
 
     let mut w = Workload {
-        name: format!("{} tp{} cp{} pp{} dp{}", t.model.name, p.tp, p.cp, p.pp, p.dp),
+        name: format!(
+            "{} tp{} cp{} pp{} dp{}",
+            t.model.name, p.tp, p.cp, p.pp, p.dp
+        ),
         accounting: Accounting {
             tokens: t.tokens(),
             model_flops: t.model.flops_per_token(u64::from(t.seq)) * t.tokens() as f64,
@@ -155,7 +169,14 @@ pub fn generate(t: &Training) -> Result<Workload, LlmError> {
             let members = layout.members(dim, r);
             let id = *group_of.entry((di, members[0])).or_insert_with(|| {
                 w.groups.push(Group {
-                    name: format!("{}{}", dim.name(), w.groups.iter().filter(|g| g.name.starts_with(dim.name())).count()),
+                    name: format!(
+                        "{}{}",
+                        dim.name(),
+                        w.groups
+                            .iter()
+                            .filter(|g| g.name.starts_with(dim.name()))
+                            .count()
+                    ),
                     ranks: members,
                 });
                 w.groups.len() as u32 - 1
@@ -253,7 +274,14 @@ impl Emitter<'_> {
     }
 
     /// A collective on `slot` (none when the dimension is 1: returns `deps` unchanged).
-    fn coll(&mut self, label: &str, op: Collective, bytes: u64, slot: Option<u16>, deps: Vec<u32>) -> Vec<u32> {
+    fn coll(
+        &mut self,
+        label: &str,
+        op: Collective,
+        bytes: u64,
+        slot: Option<u16>,
+        deps: Vec<u32>,
+    ) -> Vec<u32> {
         match slot {
             Some(group) => vec![self.op(label, OpKind::Collective { op, bytes, group }, &deps)],
             None => deps,
@@ -276,9 +304,19 @@ impl Emitter<'_> {
 
     /// A TP "reduce" point (after a row-parallel GEMM) in the forward pass.
     fn tp_reduce(&mut self, l: u32, what: &str, deps: Vec<u32>) -> Vec<u32> {
-        let op = if self.t.parallel.sp { Collective::ReduceScatter } else { Collective::AllReduce };
+        let op = if self.t.parallel.sp {
+            Collective::ReduceScatter
+        } else {
+            Collective::AllReduce
+        };
         let b = self.act_bytes();
-        self.coll(&format!("layer{l}/{what}-tp-{}", op.name()), op, b, self.tp, deps)
+        self.coll(
+            &format!("layer{l}/{what}-tp-{}", op.name()),
+            op,
+            b,
+            self.tp,
+            deps,
+        )
     }
 
     /// A TP "gather" point (before a column-parallel GEMM): all-gather under SP, nothing else.
@@ -287,7 +325,13 @@ impl Emitter<'_> {
             return deps;
         }
         let b = self.act_bytes();
-        self.coll(&format!("layer{l}/{what}-tp-all-gather"), Collective::AllGather, b, self.tp, deps)
+        self.coll(
+            &format!("layer{l}/{what}-tp-all-gather"),
+            Collective::AllGather,
+            b,
+            self.tp,
+            deps,
+        )
     }
 
     /// The backward of a TP reduce point: nothing (the gradient is replicated), or all-gather
@@ -298,15 +342,31 @@ impl Emitter<'_> {
         }
         let op = Collective::AllGather;
         let b = self.act_bytes();
-        self.coll(&format!("layer{l}/{what}-bwd-tp-{}", op.name()), op, b, self.tp, deps)
+        self.coll(
+            &format!("layer{l}/{what}-bwd-tp-{}", op.name()),
+            op,
+            b,
+            self.tp,
+            deps,
+        )
     }
 
     /// The backward of a TP gather point: all-reduce of the input gradient (reduce-scatter
     /// under SP).
     fn tp_gather_bwd(&mut self, l: u32, what: &str, deps: Vec<u32>) -> Vec<u32> {
-        let op = if self.t.parallel.sp { Collective::ReduceScatter } else { Collective::AllReduce };
+        let op = if self.t.parallel.sp {
+            Collective::ReduceScatter
+        } else {
+            Collective::AllReduce
+        };
         let b = self.act_bytes();
-        self.coll(&format!("layer{l}/{what}-bwd-tp-{}", op.name()), op, b, self.tp, deps)
+        self.coll(
+            &format!("layer{l}/{what}-bwd-tp-{}", op.name()),
+            op,
+            b,
+            self.tp,
+            deps,
+        )
     }
 
     fn kv_bytes(&self) -> u64 {
@@ -344,11 +404,21 @@ impl Emitter<'_> {
         let x = self.tp_gather(l, &format!("attn{tag}"), input);
         let qkv = self.compute(&format!("layer{l}/qkv{tag}"), gemm(tok, qkv_n, d, 1.0), &x);
         let kv = self.kv_bytes();
-        let x = self.coll(&format!("layer{l}/kv-cp-all-gather{tag}"), Collective::AllGather, kv, self.cp, vec![qkv]);
+        let x = self.coll(
+            &format!("layer{l}/kv-cp-all-gather{tag}"),
+            Collective::AllGather,
+            kv,
+            self.cp,
+            vec![qkv],
+        );
         let att = self.attention(1.0);
         let a = self.compute(&format!("layer{l}/attention{tag}"), att, &x);
         let heads_local = u64::from(m.heads) * hd / tp;
-        let o = self.compute(&format!("layer{l}/out-proj{tag}"), gemm(tok, d, heads_local, 1.0), &[a]);
+        let o = self.compute(
+            &format!("layer{l}/out-proj{tag}"),
+            gemm(tok, d, heads_local, 1.0),
+            &[a],
+        );
         let x = self.tp_reduce(l, &format!("attn{tag}"), vec![o]);
         let ew = self.ew_bytes();
         let n = self.compute(&format!("layer{l}/norm{tag}"), elementwise(ew), &x);
@@ -356,16 +426,48 @@ impl Emitter<'_> {
         let up_n = if m.gated_mlp { 2 } else { 1 } * u64::from(m.ffn) / tp;
         let ffn_local = u64::from(m.ffn) / tp;
         let down = if m.is_moe() {
-            let r = self.compute(&format!("layer{l}/router{tag}"), gemm(tok, u64::from(m.experts), d, 1.0 / tp as f64), &x);
+            let r = self.compute(
+                &format!("layer{l}/router{tag}"),
+                gemm(tok, u64::from(m.experts), d, 1.0 / tp as f64),
+                &x,
+            );
             let a2a = self.a2a_bytes();
-            let x = self.coll(&format!("layer{l}/dispatch-ep-all-to-all{tag}"), Collective::AllToAll, a2a, self.ep, vec![r]);
+            let x = self.coll(
+                &format!("layer{l}/dispatch-ep-all-to-all{tag}"),
+                Collective::AllToAll,
+                a2a,
+                self.ep,
+                vec![r],
+            );
             let routed = tok * u64::from(m.top_k);
-            let up = self.compute(&format!("layer{l}/expert-up{tag}"), gemm(routed, up_n, d, 1.0), &x);
-            let dn = self.compute(&format!("layer{l}/expert-down{tag}"), gemm(routed, d, ffn_local, 1.0), &[up]);
-            self.coll(&format!("layer{l}/combine-ep-all-to-all{tag}"), Collective::AllToAll, a2a, self.ep, vec![dn])
+            let up = self.compute(
+                &format!("layer{l}/expert-up{tag}"),
+                gemm(routed, up_n, d, 1.0),
+                &x,
+            );
+            let dn = self.compute(
+                &format!("layer{l}/expert-down{tag}"),
+                gemm(routed, d, ffn_local, 1.0),
+                &[up],
+            );
+            self.coll(
+                &format!("layer{l}/combine-ep-all-to-all{tag}"),
+                Collective::AllToAll,
+                a2a,
+                self.ep,
+                vec![dn],
+            )
         } else {
-            let up = self.compute(&format!("layer{l}/mlp-up{tag}"), gemm(tok, up_n, d, 1.0), &x);
-            vec![self.compute(&format!("layer{l}/mlp-down{tag}"), gemm(tok, d, ffn_local, 1.0), &[up])]
+            let up = self.compute(
+                &format!("layer{l}/mlp-up{tag}"),
+                gemm(tok, up_n, d, 1.0),
+                &x,
+            );
+            vec![self.compute(
+                &format!("layer{l}/mlp-down{tag}"),
+                gemm(tok, d, ffn_local, 1.0),
+                &[up],
+            )]
         };
         let x = self.tp_reduce(l, &format!("mlp{tag}"), down);
         vec![self.compute(&format!("layer{l}/residual{tag}"), elementwise(ew), &x)]
@@ -388,21 +490,57 @@ impl Emitter<'_> {
         let ffn_local = u64::from(m.ffn) / tp;
         let x = if m.is_moe() {
             let a2a = self.a2a_bytes();
-            let x = self.coll(&format!("layer{l}/combine-bwd-ep-all-to-all"), Collective::AllToAll, a2a, self.ep, x);
+            let x = self.coll(
+                &format!("layer{l}/combine-bwd-ep-all-to-all"),
+                Collective::AllToAll,
+                a2a,
+                self.ep,
+                x,
+            );
             let routed = tok * u64::from(m.top_k);
-            let dn = self.compute(&format!("layer{l}/expert-down-bwd"), gemm(routed, d, ffn_local, 2.0), &x);
-            let up = self.compute(&format!("layer{l}/expert-up-bwd"), gemm(routed, up_n, d, 2.0), &[dn]);
-            let x = self.coll(&format!("layer{l}/dispatch-bwd-ep-all-to-all"), Collective::AllToAll, a2a, self.ep, vec![up]);
-            vec![self.compute(&format!("layer{l}/router-bwd"), gemm(tok, u64::from(m.experts), d, 2.0 / tp as f64), &x)]
+            let dn = self.compute(
+                &format!("layer{l}/expert-down-bwd"),
+                gemm(routed, d, ffn_local, 2.0),
+                &x,
+            );
+            let up = self.compute(
+                &format!("layer{l}/expert-up-bwd"),
+                gemm(routed, up_n, d, 2.0),
+                &[dn],
+            );
+            let x = self.coll(
+                &format!("layer{l}/dispatch-bwd-ep-all-to-all"),
+                Collective::AllToAll,
+                a2a,
+                self.ep,
+                vec![up],
+            );
+            vec![self.compute(
+                &format!("layer{l}/router-bwd"),
+                gemm(tok, u64::from(m.experts), d, 2.0 / tp as f64),
+                &x,
+            )]
         } else {
-            let dn = self.compute(&format!("layer{l}/mlp-down-bwd"), gemm(tok, d, ffn_local, 2.0), &x);
-            vec![self.compute(&format!("layer{l}/mlp-up-bwd"), gemm(tok, up_n, d, 2.0), &[dn])]
+            let dn = self.compute(
+                &format!("layer{l}/mlp-down-bwd"),
+                gemm(tok, d, ffn_local, 2.0),
+                &x,
+            );
+            vec![self.compute(
+                &format!("layer{l}/mlp-up-bwd"),
+                gemm(tok, up_n, d, 2.0),
+                &[dn],
+            )]
         };
         let x = self.tp_gather_bwd(l, "mlp", x);
         let n = self.compute(&format!("layer{l}/norm-bwd"), elementwise(ew), &x);
         let x = self.tp_reduce_bwd(l, "attn", vec![n]);
         let heads_local = u64::from(m.heads) * hd / tp;
-        let o = self.compute(&format!("layer{l}/out-proj-bwd"), gemm(tok, d, heads_local, 2.0), &x);
+        let o = self.compute(
+            &format!("layer{l}/out-proj-bwd"),
+            gemm(tok, d, heads_local, 2.0),
+            &x,
+        );
         if self.t.recompute == Recompute::Selective {
             let att = self.attention(1.0);
             self.compute(&format!("layer{l}/attention-recompute"), att, &[o]);
@@ -410,7 +548,13 @@ impl Emitter<'_> {
         let att = self.attention(2.0);
         let a = self.compute(&format!("layer{l}/attention-bwd"), att, &[o]);
         let kv = self.kv_bytes();
-        let x = self.coll(&format!("layer{l}/dkv-cp-reduce-scatter"), Collective::ReduceScatter, kv, self.cp, vec![a]);
+        let x = self.coll(
+            &format!("layer{l}/dkv-cp-reduce-scatter"),
+            Collective::ReduceScatter,
+            kv,
+            self.cp,
+            vec![a],
+        );
         let qkv_n = (u64::from(m.heads) + 2 * u64::from(m.kv_heads)) * hd / tp;
         let q = self.compute(&format!("layer{l}/qkv-bwd"), gemm(tok, qkv_n, d, 2.0), &x);
         self.tp_gather_bwd(l, "attn", vec![q])
@@ -430,7 +574,13 @@ impl Emitter<'_> {
         }
     }
 
-    fn reduce_grads(&mut self, label: &str, params: u64, slot: Option<u16>, deps: Vec<u32>) -> Vec<u32> {
+    fn reduce_grads(
+        &mut self,
+        label: &str,
+        params: u64,
+        slot: Option<u16>,
+        deps: Vec<u32>,
+    ) -> Vec<u32> {
         let bytes = params * u64::from(self.t.grad_bytes);
         let op = match self.t.parallel.dp_mode {
             DpMode::Ddp => Collective::AllReduce,
@@ -439,7 +589,13 @@ impl Emitter<'_> {
         if params == 0 || slot.is_none() {
             return Vec::new();
         }
-        self.coll(&format!("{label}-grad-{}", op.name()), op, bytes, slot, deps)
+        self.coll(
+            &format!("{label}-grad-{}", op.name()),
+            op,
+            bytes,
+            slot,
+            deps,
+        )
     }
 
     fn stage(&mut self, stage: u32) {
@@ -454,7 +610,9 @@ impl Emitter<'_> {
             let shard = if p.sp { self.tp() } else { 1 };
             self.act_bytes() / shard
         };
-        let tag = |mbi: u32, vs: u32, dir: u64| (u64::from(mbi) * u64::from(p.pp * p.vpp) + u64::from(vs)) * 2 + dir;
+        let tag = |mbi: u32, vs: u32, dir: u64| {
+            (u64::from(mbi) * u64::from(p.pp * p.vpp) + u64::from(vs)) * 2 + dir
+        };
         // Per chunk: backwards left (the last one triggers the gradient reduction), weights
         // gathered (FSDP).
         let mut backwards_left = vec![mb; p.vpp as usize];
@@ -470,7 +628,11 @@ impl Emitter<'_> {
                     let mut x = if first_vs(a.chunk) {
                         vec![self.compute("embedding", elementwise(2 * self.act_bytes()), &[])]
                     } else {
-                        let kind = OpKind::Recv { peer: PREV, bytes: send_bytes, tag: tag(a.micro_batch, vs - 1, 0) };
+                        let kind = OpKind::Recv {
+                            peer: PREV,
+                            bytes: send_bytes,
+                            tag: tag(a.micro_batch, vs - 1, 0),
+                        };
                         vec![self.op("recv-activations", kind, &[])]
                     };
                     let gather = fsdp && !std::mem::replace(&mut gathered[a.chunk as usize], true);
@@ -478,7 +640,13 @@ impl Emitter<'_> {
                     let weight_bytes = (dense + experts) * BF16;
                     let mut prev_ag: Vec<u32> = Vec::new();
                     if gather {
-                        prev_ag = self.coll(&format!("layer{}/weights-dp-all-gather", layers.start), Collective::AllGather, weight_bytes, self.dp, Vec::new());
+                        prev_ag = self.coll(
+                            &format!("layer{}/weights-dp-all-gather", layers.start),
+                            Collective::AllGather,
+                            weight_bytes,
+                            self.dp,
+                            Vec::new(),
+                        );
                     }
                     for l in layers.clone() {
                         let mut input = x.clone();
@@ -487,7 +655,13 @@ impl Emitter<'_> {
                             if l + 1 < layers.end {
                                 let mut deps = prev_ag.clone();
                                 deps.extend(self.stream);
-                                prev_ag = self.coll(&format!("layer{}/weights-dp-all-gather", l + 1), Collective::AllGather, weight_bytes, self.dp, deps);
+                                prev_ag = self.coll(
+                                    &format!("layer{}/weights-dp-all-gather", l + 1),
+                                    Collective::AllGather,
+                                    weight_bytes,
+                                    self.dp,
+                                    deps,
+                                );
                             }
                         }
                         x = self.layer_forward(l, input, "");
@@ -497,7 +671,11 @@ impl Emitter<'_> {
                         let h = self.compute("lm-head", gemm(tok, vocab_local, d, 1.0), &x);
                         self.compute("loss", elementwise(4 * tok * vocab_local), &[h]);
                     } else {
-                        let kind = OpKind::Send { peer: NEXT, bytes: send_bytes, tag: tag(a.micro_batch, vs, 0) };
+                        let kind = OpKind::Send {
+                            peer: NEXT,
+                            bytes: send_bytes,
+                            tag: tag(a.micro_batch, vs, 0),
+                        };
                         self.op("send-activations", kind, &x);
                     }
                 }
@@ -506,7 +684,11 @@ impl Emitter<'_> {
                         let vocab_local = u64::from(m.vocab).div_ceil(tp);
                         vec![self.compute("lm-head-bwd", gemm(tok, vocab_local, d, 2.0), &[])]
                     } else {
-                        let kind = OpKind::Recv { peer: NEXT, bytes: send_bytes, tag: tag(a.micro_batch, vs + 1, 1) };
+                        let kind = OpKind::Recv {
+                            peer: NEXT,
+                            bytes: send_bytes,
+                            tag: tag(a.micro_batch, vs + 1, 1),
+                        };
                         vec![self.op("recv-gradients", kind, &[])]
                     };
                     let left = &mut backwards_left[a.chunk as usize];
@@ -522,14 +704,28 @@ impl Emitter<'_> {
                             let (dense, experts) = self.layer_grads();
                             let dep: Vec<u32> = self.stream.into_iter().collect();
                             let (dp, edp) = (self.dp, self.edp);
-                            grad_ops.extend(self.reduce_grads(&format!("layer{l}/dense"), dense, dp, dep.clone()));
-                            grad_ops.extend(self.reduce_grads(&format!("layer{l}/expert"), experts, edp, dep));
+                            grad_ops.extend(self.reduce_grads(
+                                &format!("layer{l}/dense"),
+                                dense,
+                                dp,
+                                dep.clone(),
+                            ));
+                            grad_ops.extend(self.reduce_grads(
+                                &format!("layer{l}/expert"),
+                                experts,
+                                edp,
+                                dep,
+                            ));
                         }
                     }
                     if first_vs(a.chunk) {
                         self.compute("embedding-bwd", elementwise(2 * self.act_bytes()), &g);
                     } else {
-                        let kind = OpKind::Send { peer: PREV, bytes: send_bytes, tag: tag(a.micro_batch, vs, 1) };
+                        let kind = OpKind::Send {
+                            peer: PREV,
+                            bytes: send_bytes,
+                            tag: tag(a.micro_batch, vs, 1),
+                        };
                         self.op("send-gradients", kind, &g);
                     }
                     if reduce && (first_vs(a.chunk) || last_vs(a.chunk)) {
@@ -544,7 +740,15 @@ impl Emitter<'_> {
         // Optimizer step: Adam reads and writes its FP32 state and the gradient shard, writes
         // BF16 weights (about 30 bytes per parameter of the shard).
         let params: u64 = crate::llm::memory(t)[stage as usize].params;
-        let shard = if p.dp_mode == DpMode::Fsdp { u64::from(p.dp) } else { 1 };
-        self.compute("optimizer-step", elementwise(30 * params / shard), &grad_ops);
+        let shard = if p.dp_mode == DpMode::Fsdp {
+            u64::from(p.dp)
+        } else {
+            1
+        };
+        self.compute(
+            "optimizer-step",
+            elementwise(30 * params / shard),
+            &grad_ops,
+        );
     }
 }

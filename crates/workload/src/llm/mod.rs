@@ -165,7 +165,12 @@ impl Training {
         divides("heads", m.heads, "d_model", m.d_model)?;
         divides("tp", p.tp, "ffn", m.ffn)?;
         divides("2 × cp", 2 * p.cp, "seq", self.seq)?;
-        divides("micro_batch × dp", self.micro_batch * p.dp, "global_batch", self.global_batch)?;
+        divides(
+            "micro_batch × dp",
+            self.micro_batch * p.dp,
+            "global_batch",
+            self.global_batch,
+        )?;
         if p.ep > 1 && !m.is_moe() {
             return Err(LlmError::DenseEp {
                 model: m.name.clone(),

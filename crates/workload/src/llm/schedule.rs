@@ -87,7 +87,13 @@ mod tests {
         let a = stage_actions(0, 4, 1, 6);
         let s: Vec<String> = a
             .iter()
-            .map(|x| format!("{}{}", if x.pass == Pass::Forward { 'F' } else { 'B' }, x.micro_batch))
+            .map(|x| {
+                format!(
+                    "{}{}",
+                    if x.pass == Pass::Forward { 'F' } else { 'B' },
+                    x.micro_batch
+                )
+            })
             .collect();
         assert_eq!(s.join(" "), "F0 F1 F2 F3 B0 F4 B1 F5 B2 B3 B4 B5");
         assert_eq!(in_flight(0, 4, 1, 6), 4);
