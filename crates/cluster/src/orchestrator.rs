@@ -244,6 +244,23 @@ type P2pKey = (u32, u32, u64);
 /// (time, kind, and up to three ids); ordered, so one instant's events go in a fixed order.
 type Event = (u64, u8, u32, u32, u32);
 
+impl JobState {
+    /// Rank `r`'s communication op `op`, in flight since `since`, ends at `t`.
+    fn comm_ended(&mut self, r: u32, op: u32, since: u64, t: u64) {
+        let rank = &mut self.ranks[r as usize];
+        rank.account(t);
+        rank.comm_active -= 1;
+        let label = self.spec.workload.program_of(r).ops[op as usize].label;
+        self.stats.slice(Slice {
+            rank: r,
+            lane: Lane::Comm,
+            label,
+            start: since,
+            end: t,
+        });
+    }
+}
+
 const COMPUTE_DONE: u8 = 0;
 const MEMORY_DONE: u8 = 1;
 const COLL_DONE: u8 = 2;
@@ -808,17 +825,7 @@ impl<'t> Orchestrator<'t> {
         let key = CollectiveKey::new(op, &group.name, group.ranks.len());
         job.stats.collective(key, bytes, t - start);
         for &(r, op_index, arrived) in &members {
-            let rank = &mut job.ranks[r as usize];
-            rank.account(t);
-            rank.comm_active -= 1;
-            let label = job.spec.workload.program_of(r).ops[op_index as usize].label;
-            job.stats.slice(Slice {
-                rank: r,
-                lane: Lane::Comm,
-                label,
-                start: arrived,
-                end: t,
-            });
+            job.comm_ended(r, op_index, arrived, t);
         }
         let gs = &mut job.groups[g as usize];
         gs.busy = false;
@@ -888,17 +895,7 @@ impl<'t> Orchestrator<'t> {
         let job = &mut self.jobs[j as usize];
         job.stats.transfer(bytes, t - start);
         for (r, op) in [src, dst] {
-            let rank = &mut job.ranks[r as usize];
-            rank.account(t);
-            rank.comm_active -= 1;
-            let label = job.spec.workload.program_of(r).ops[op as usize].label;
-            job.stats.slice(Slice {
-                rank: r,
-                lane: Lane::Comm,
-                label,
-                start,
-                end: t,
-            });
+            job.comm_ended(r, op, start, t);
         }
         self.complete(j, src.0, src.1, t);
         self.complete(j, dst.0, dst.1, t);
