@@ -6,8 +6,9 @@
 //! reached it — the `k`-th collective a rank issues on a communicator (in dependency order:
 //! a topological order of its DAG, lowest op index first) meets the `k`-th of every other
 //! member — and collectives on one communicator run one at a time, in
-//! order, as on an NCCL stream. A send and the receive with the same (source, destination, tag)
-//! start a transfer when both are posted; both are done when its bytes arrive.
+//! order, as on an NCCL stream. A send's bytes leave when it is posted (eager, as ASTRA-sim
+//! sends); it is done when they arrive, and so is the receive with the same (source,
+//! destination, tag), posted before or after (first come, first served).
 //!
 //! Collectives spanning hosts run as [`Execution`]s on the network, sharing it with every other
 //! collective and transfer of every job; inside one host they run in closed form (see
@@ -211,10 +212,24 @@ fn gs_memo_index(gs: &mut GroupState, op: Collective, bytes: u64) -> usize {
 
 struct Transfer {
     job: u32,
+    /// The sending rank and op.
     src: (u32, u32),
-    dst: (u32, u32),
+    key: P2pKey,
+    /// The receive it was matched with, and since when: (op, time).
+    recv: Option<(u32, u64)>,
     start: u64,
     bytes: u64,
+}
+
+/// Sends and receives of one (source, destination, tag), matched first come first served.
+#[derive(Default)]
+struct P2pSlot {
+    /// Receives posted before their data was sent: (op, time).
+    recvs: VecDeque<(u32, u64)>,
+    /// Transfers under way that no receive has claimed yet.
+    inflight: VecDeque<u32>,
+    /// Data that arrived before its receive was posted (buffered), count.
+    arrived: u32,
 }
 
 #[derive(Clone, Copy)]
@@ -234,8 +249,8 @@ struct JobState {
     done: u64,
     total: u64,
     stats: JobStats,
-    /// Sends and receives posted but not matched, by (src, dst, tag): the op and its post time.
-    unmatched: HashMap<P2pKey, ((u32, u32), u64)>,
+    /// Point-to-point matching by (src, dst, tag).
+    p2p: HashMap<P2pKey, P2pSlot>,
 }
 
 /// (source rank, destination rank, tag) of a send and its receive.
@@ -348,7 +363,7 @@ impl<'t> Orchestrator<'t> {
                     done: 0,
                     total,
                     stats,
-                    unmatched: HashMap::new(),
+                    p2p: HashMap::new(),
                     spec,
                 }
             })
@@ -583,22 +598,24 @@ impl<'t> Orchestrator<'t> {
                 self.instances[inst as usize].members.push((r, op, t));
                 self.try_start(j, g, t)?;
             }
-            OpKind::Send { peer, tag, .. } | OpKind::Recv { peer, tag, .. } => {
+            OpKind::Send { peer, tag, .. } => {
                 let p = binding.peers[peer as usize];
-                let send = matches!(prog.ops[op as usize].kind, OpKind::Send { .. });
-                let key = if send { (r, p, tag) } else { (p, r, tag) };
-                match job.unmatched.remove(&key) {
-                    None => {
-                        job.unmatched.insert(key, ((r, op), t));
-                    }
-                    Some((other, _)) => {
-                        let (src, dst) = if send {
-                            ((r, op), other)
-                        } else {
-                            (other, (r, op))
-                        };
-                        self.start_transfer(j, src, dst, t)?;
-                    }
+                self.start_transfer(j, (r, op), (r, p, tag), t)?;
+            }
+            OpKind::Recv { peer, tag, .. } => {
+                let p = binding.peers[peer as usize];
+                let slot = job.p2p.entry((p, r, tag)).or_default();
+                if slot.arrived > 0 {
+                    // The data is already here.
+                    slot.arrived -= 1;
+                    self.complete(j, r, op, t);
+                } else if let Some(id) = slot.inflight.pop_front() {
+                    self.transfers[id as usize].recv = Some((op, t));
+                    let rank = &mut job.ranks[r as usize];
+                    rank.account(t);
+                    rank.comm_active += 1;
+                } else {
+                    slot.recvs.push_back((op, t));
                 }
             }
         }
@@ -841,30 +858,43 @@ impl<'t> Orchestrator<'t> {
         self.try_start(j, g, t)
     }
 
+    /// Rank `src.0` sends (op `src.1`) at `t`: the data leaves now (sends are eager, as in
+    /// ASTRA-sim); the receive, posted before or after, completes when it has arrived.
     fn start_transfer(
         &mut self,
         j: u32,
         src: (u32, u32),
-        dst: (u32, u32),
+        key: P2pKey,
         t: u64,
     ) -> Result<(), RunError> {
+        let id = self.transfers.len() as u32;
         let job = &mut self.jobs[j as usize];
         let bytes = match job.spec.workload.program_of(src.0).ops[src.1 as usize].kind {
             OpKind::Send { bytes, .. } => bytes,
             _ => 0,
         };
-        for r in [src.0, dst.0] {
+        let slot = job.p2p.entry(key).or_default();
+        let recv = slot.recvs.pop_front();
+        if recv.is_none() {
+            slot.inflight.push_back(id);
+        }
+        let mut active = vec![src.0];
+        if recv.is_some() {
+            active.push(key.1);
+        }
+        for r in active {
             let rank = &mut job.ranks[r as usize];
             rank.account(t);
             rank.comm_active += 1;
         }
-        let (a, b) = (job.spec.gpus[src.0 as usize], job.spec.gpus[dst.0 as usize]);
+        let (a, b) = (job.spec.gpus[key.0 as usize], job.spec.gpus[key.1 as usize]);
         let seed = mix(job.spec.comm.seed ^ (u64::from(j) << 32) ^ 0x5e4d);
-        let id = self.transfers.len() as u32;
         self.transfers.push(Transfer {
             job: j,
             src,
-            dst,
+            key,
+            // Counted as communication from now, when both sides are posted.
+            recv: recv.map(|(op, _)| (op, t)),
             start: t,
             bytes,
         });
@@ -891,14 +921,26 @@ impl<'t> Orchestrator<'t> {
 
     fn transfer_done(&mut self, id: u32, t: u64) {
         let tr = &self.transfers[id as usize];
-        let (j, src, dst, start, bytes) = (tr.job, tr.src, tr.dst, tr.start, tr.bytes);
+        let (j, src, key, recv, start, bytes) =
+            (tr.job, tr.src, tr.key, tr.recv, tr.start, tr.bytes);
         let job = &mut self.jobs[j as usize];
         job.stats.transfer(bytes, t - start);
-        for (r, op) in [src, dst] {
-            job.comm_ended(r, op, start, t);
-        }
+        job.comm_ended(src.0, src.1, start, t);
         self.complete(j, src.0, src.1, t);
-        self.complete(j, dst.0, dst.1, t);
+        let job = &mut self.jobs[j as usize];
+        match recv {
+            Some((op, since)) => {
+                job.comm_ended(key.1, op, since, t);
+                self.complete(j, key.1, op, t);
+            }
+            None => {
+                let slot = job.p2p.entry(key).or_default();
+                if let Some(pos) = slot.inflight.iter().position(|&x| x == id) {
+                    slot.inflight.remove(pos);
+                }
+                slot.arrived += 1;
+            }
+        }
     }
 
     /// Why job `j` cannot progress: the first few things that wait forever.
@@ -918,6 +960,14 @@ impl<'t> Orchestrator<'t> {
                     .take(8)
                     .map(u32::to_string)
                     .collect();
+                if missing.is_empty() && seq != gs.next {
+                    out.push(format!(
+                        "{} #{seq} on group `{}` has all its ranks but waits for #{} to run first",
+                        inst.op.name(),
+                        group.name,
+                        gs.next
+                    ));
+                }
                 if !missing.is_empty() {
                     out.push(format!(
                         "{} #{seq} on group `{}` waits for ranks {}{}",
@@ -933,12 +983,16 @@ impl<'t> Orchestrator<'t> {
                 }
             }
         }
-        let mut unmatched: Vec<_> = job.unmatched.iter().collect();
-        unmatched.sort_unstable_by_key(|(k, _)| **k);
-        for (&(src, dst, tag), &((r, _), _)) in unmatched.iter().take(4) {
-            let what = if r == src { "send" } else { "receive" };
+        let mut waiting: Vec<P2pKey> = job
+            .p2p
+            .iter()
+            .filter(|(_, slot)| !slot.recvs.is_empty())
+            .map(|(k, _)| *k)
+            .collect();
+        waiting.sort_unstable();
+        for (src, dst, tag) in waiting.into_iter().take(4) {
             out.push(format!(
-                "rank {r}'s {what} ({src} -> {dst}, tag {tag}) has no partner"
+                "rank {dst}'s receive ({src} -> {dst}, tag {tag}) has no send"
             ));
         }
         if out.is_empty() {

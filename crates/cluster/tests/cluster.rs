@@ -259,5 +259,5 @@ fn receive_without_send_stalls_with_diagnosis() {
     let mut used = vec![false; topo.node_count()];
     let spec = job(&topo, "lonely", w, Placement::Packed, &mut used);
     let e = run_jobs(&topo, vec![spec]).unwrap_err().to_string();
-    assert!(e.contains("receive (1 -> 0, tag 5) has no partner"), "{e}");
+    assert!(e.contains("receive (1 -> 0, tag 5) has no send"), "{e}");
 }

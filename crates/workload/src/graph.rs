@@ -164,6 +164,50 @@ impl Program {
     pub fn edge_count(&self) -> usize {
         self.deps.len()
     }
+
+    /// Breaks dependency cycles: ops that no topological order reaches lose their dependencies
+    /// on later ops (every cycle has one), which leaves the graph acyclic. Returns how many
+    /// dependencies were dropped (0 for an acyclic program, which is left as it is).
+    pub fn break_cycles(&mut self) -> usize {
+        let n = self.len();
+        let mut waiting: Vec<u32> = (0..n as u32).map(|i| self.deps(i).len() as u32).collect();
+        let mut dependents: Vec<Vec<u32>> = vec![Vec::new(); n];
+        for i in 0..n as u32 {
+            for &d in self.deps(i) {
+                dependents[d as usize].push(i);
+            }
+        }
+        let mut stack: Vec<u32> = (0..n as u32)
+            .filter(|&i| waiting[i as usize] == 0)
+            .collect();
+        let mut ordered = vec![false; n];
+        while let Some(i) = stack.pop() {
+            ordered[i as usize] = true;
+            for &d in &dependents[i as usize] {
+                waiting[d as usize] -= 1;
+                if waiting[d as usize] == 0 {
+                    stack.push(d);
+                }
+            }
+        }
+        if ordered.iter().all(|&o| o) {
+            return 0;
+        }
+        let (mut deps, mut start, mut dropped) = (Vec::with_capacity(self.deps.len()), vec![0], 0);
+        for i in 0..n as u32 {
+            for &d in self.deps(i) {
+                if !ordered[i as usize] && d > i {
+                    dropped += 1;
+                } else {
+                    deps.push(d);
+                }
+            }
+            start.push(deps.len() as u32);
+        }
+        self.deps = deps;
+        self.dep_start = start;
+        dropped
+    }
 }
 
 /// What a rank's slots stand for.

@@ -14,7 +14,8 @@
 //!   or absent means all ranks. Without a JSON, a group name that is an integer list is not
 //!   guessed: it is an error naming the node.
 //! - Control and data dependencies both order ops. Dependencies on ids absent from the file are
-//!   dropped and reported as [`Warning`]s.
+//!   dropped and reported as [`Warning`]s, and so are dependencies that close a cycle (see
+//!   [`crate::graph::Program::break_cycles`]; converted PyTorch traces have them).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -365,6 +366,15 @@ pub fn from_traces(
                         .map(u64::to_string)
                         .collect::<Vec<_>>()
                         .join(", ")
+                ),
+            });
+        }
+        let broken = prog.break_cycles();
+        if broken > 0 {
+            warnings.push(Warning {
+                path: path.clone(),
+                message: format!(
+                    "dropped {broken} dependencies on later nodes that closed dependency cycles"
                 ),
             });
         }
