@@ -67,44 +67,11 @@ struct ProgramIndex {
 impl ProgramIndex {
     fn new(p: &Program) -> ProgramIndex {
         let n = p.len();
-        let mut offsets = vec![0u32; n + 1];
-        for i in 0..n as u32 {
-            for &d in p.deps(i) {
-                offsets[d as usize + 1] += 1;
-            }
-        }
-        for i in 0..n {
-            offsets[i + 1] += offsets[i];
-        }
-        let mut fill = offsets.clone();
-        let mut dependents = vec![0u32; offsets[n] as usize];
-        for i in 0..n as u32 {
-            for &d in p.deps(i) {
-                dependents[fill[d as usize] as usize] = i;
-                fill[d as usize] += 1;
-            }
-        }
-        // Sequence numbers follow a topological order (lowest index first among ready ops): a
-        // trace's file order need not be the order its collectives are issued in, but every
-        // rank of a communicator issues them in dependency order.
-        let mut per_slot = vec![0u32; usize::from(p.group_slots)];
-        let mut coll_seq = vec![u32::MAX; n];
-        let mut waiting: Vec<u32> = (0..n as u32).map(|i| p.deps(i).len() as u32).collect();
-        let mut ready: BinaryHeap<Reverse<u32>> = (0..n as u32)
-            .filter(|&i| waiting[i as usize] == 0)
-            .map(Reverse)
-            .collect();
-        let mut order: Vec<u32> = Vec::with_capacity(n);
-        while let Some(Reverse(i)) = ready.pop() {
-            order.push(i);
-            for &d in &dependents[offsets[i as usize] as usize..offsets[i as usize + 1] as usize] {
-                waiting[d as usize] -= 1;
-                if waiting[d as usize] == 0 {
-                    ready.push(Reverse(d));
-                }
-            }
-        }
-        // Ops on a cycle never run; number them after the rest, in index order.
+        let (offsets, dependents) = p.dependents();
+        // Sequence numbers follow a topological order: a trace's file order need not be the
+        // order its collectives are issued in, but every rank of a communicator issues them in
+        // dependency order. Ops on a cycle never run; they are numbered after the rest.
+        let mut order = p.topological_order();
         if order.len() < n {
             let mut seen = vec![false; n];
             for &i in &order {
@@ -112,6 +79,8 @@ impl ProgramIndex {
             }
             order.extend((0..n as u32).filter(|&i| !seen[i as usize]));
         }
+        let mut per_slot = vec![0u32; usize::from(p.group_slots)];
+        let mut coll_seq = vec![u32::MAX; n];
         for i in order {
             if let OpKind::Collective { group, .. } = p.ops[i as usize].kind {
                 let s = &mut per_slot[group as usize];
@@ -878,11 +847,8 @@ impl<'t> Orchestrator<'t> {
         if recv.is_none() {
             slot.inflight.push_back(id);
         }
-        let mut active = vec![src.0];
-        if recv.is_some() {
-            active.push(key.1);
-        }
-        for r in active {
+        let receiver = recv.map(|_| key.1);
+        for r in std::iter::once(src.0).chain(receiver) {
             let rank = &mut job.ranks[r as usize];
             rank.account(t);
             rank.comm_active += 1;

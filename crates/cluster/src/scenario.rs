@@ -381,8 +381,7 @@ fn llm(l: &LlmToml, gpu: GpuSpec) -> Result<Training, String> {
         grad_bytes: l.grad_bytes,
         gpu,
     };
-    t.check()
-        .map_err(|e| format!(" {e}").trim_start().to_string())?;
+    t.check().map_err(|e| e.to_string())?;
     Ok(t)
 }
 

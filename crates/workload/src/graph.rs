@@ -9,6 +9,9 @@
 //! Dependencies point to ops of the same program by index; a program's ops are in issue order
 //! (the order NCCL-like collectives on one communicator are issued in).
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
 use fabricsim_collectives::Collective;
 use fabricsim_topology::Nanos;
 
@@ -165,33 +168,62 @@ impl Program {
         self.deps.len()
     }
 
+    /// The reverse edges, as CSR: `dependents[offsets[i]..offsets[i + 1]]` wait for op `i`.
+    pub fn dependents(&self) -> (Vec<u32>, Vec<u32>) {
+        let n = self.len();
+        let mut offsets = vec![0u32; n + 1];
+        for &d in &self.deps {
+            offsets[d as usize + 1] += 1;
+        }
+        for i in 0..n {
+            offsets[i + 1] += offsets[i];
+        }
+        let mut fill = offsets.clone();
+        let mut dependents = vec![0u32; self.deps.len()];
+        for i in 0..n as u32 {
+            for &d in self.deps(i) {
+                dependents[fill[d as usize] as usize] = i;
+                fill[d as usize] += 1;
+            }
+        }
+        (offsets, dependents)
+    }
+
+    /// A topological order, lowest index first among the ops ready at each step. Ops on or
+    /// behind a dependency cycle are missing from it.
+    pub fn topological_order(&self) -> Vec<u32> {
+        let n = self.len();
+        let (offsets, dependents) = self.dependents();
+        let mut waiting: Vec<u32> = (0..n as u32).map(|i| self.deps(i).len() as u32).collect();
+        let mut ready: BinaryHeap<Reverse<u32>> = (0..n as u32)
+            .filter(|&i| waiting[i as usize] == 0)
+            .map(Reverse)
+            .collect();
+        let mut order = Vec::with_capacity(n);
+        while let Some(Reverse(i)) = ready.pop() {
+            order.push(i);
+            for &d in &dependents[offsets[i as usize] as usize..offsets[i as usize + 1] as usize] {
+                waiting[d as usize] -= 1;
+                if waiting[d as usize] == 0 {
+                    ready.push(Reverse(d));
+                }
+            }
+        }
+        order
+    }
+
     /// Breaks dependency cycles: ops that no topological order reaches lose their dependencies
     /// on later ops (every cycle has one), which leaves the graph acyclic. Returns how many
     /// dependencies were dropped (0 for an acyclic program, which is left as it is).
     pub fn break_cycles(&mut self) -> usize {
         let n = self.len();
-        let mut waiting: Vec<u32> = (0..n as u32).map(|i| self.deps(i).len() as u32).collect();
-        let mut dependents: Vec<Vec<u32>> = vec![Vec::new(); n];
-        for i in 0..n as u32 {
-            for &d in self.deps(i) {
-                dependents[d as usize].push(i);
-            }
-        }
-        let mut stack: Vec<u32> = (0..n as u32)
-            .filter(|&i| waiting[i as usize] == 0)
-            .collect();
-        let mut ordered = vec![false; n];
-        while let Some(i) = stack.pop() {
-            ordered[i as usize] = true;
-            for &d in &dependents[i as usize] {
-                waiting[d as usize] -= 1;
-                if waiting[d as usize] == 0 {
-                    stack.push(d);
-                }
-            }
-        }
-        if ordered.iter().all(|&o| o) {
+        let order = self.topological_order();
+        if order.len() == n {
             return 0;
+        }
+        let mut ordered = vec![false; n];
+        for i in order {
+            ordered[i as usize] = true;
         }
         let (mut deps, mut start, mut dropped) = (Vec::with_capacity(self.deps.len()), vec![0], 0);
         for i in 0..n as u32 {

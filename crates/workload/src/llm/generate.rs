@@ -302,12 +302,11 @@ impl Emitter<'_> {
         self.tokens() * u64::from(self.t.model.d_model) * BF16
     }
 
-    /// A TP "reduce" point (after a row-parallel GEMM) in the forward pass.
-    fn tp_reduce(&mut self, l: u32, what: &str, deps: Vec<u32>) -> Vec<u32> {
-        let op = if self.t.parallel.sp {
-            Collective::ReduceScatter
-        } else {
-            Collective::AllReduce
+    /// A TP collective of one activation (`op`, none: nothing), labelled
+    /// `layer{l}/{what}-tp-{op}`; returns what follows it depends on.
+    fn tp_coll(&mut self, l: u32, what: &str, op: Option<Collective>, deps: Vec<u32>) -> Vec<u32> {
+        let Some(op) = op else {
+            return deps;
         };
         let b = self.act_bytes();
         self.coll(
@@ -319,54 +318,40 @@ impl Emitter<'_> {
         )
     }
 
+    /// The collective `op` under SP, `otherwise` without it.
+    fn sp_or(&self, op: Collective, otherwise: Option<Collective>) -> Option<Collective> {
+        if self.t.parallel.sp {
+            Some(op)
+        } else {
+            otherwise
+        }
+    }
+
+    /// A TP "reduce" point (after a row-parallel GEMM) in the forward pass: all-reduce, or
+    /// reduce-scatter under SP.
+    fn tp_reduce(&mut self, l: u32, what: &str, deps: Vec<u32>) -> Vec<u32> {
+        let op = self.sp_or(Collective::ReduceScatter, Some(Collective::AllReduce));
+        self.tp_coll(l, what, op, deps)
+    }
+
     /// A TP "gather" point (before a column-parallel GEMM): all-gather under SP, nothing else.
     fn tp_gather(&mut self, l: u32, what: &str, deps: Vec<u32>) -> Vec<u32> {
-        if !self.t.parallel.sp {
-            return deps;
-        }
-        let b = self.act_bytes();
-        self.coll(
-            &format!("layer{l}/{what}-tp-all-gather"),
-            Collective::AllGather,
-            b,
-            self.tp,
-            deps,
-        )
+        let op = self.sp_or(Collective::AllGather, None);
+        self.tp_coll(l, what, op, deps)
     }
 
     /// The backward of a TP reduce point: nothing (the gradient is replicated), or all-gather
     /// under SP.
     fn tp_reduce_bwd(&mut self, l: u32, what: &str, deps: Vec<u32>) -> Vec<u32> {
-        if !self.t.parallel.sp {
-            return deps;
-        }
-        let op = Collective::AllGather;
-        let b = self.act_bytes();
-        self.coll(
-            &format!("layer{l}/{what}-bwd-tp-{}", op.name()),
-            op,
-            b,
-            self.tp,
-            deps,
-        )
+        let op = self.sp_or(Collective::AllGather, None);
+        self.tp_coll(l, &format!("{what}-bwd"), op, deps)
     }
 
     /// The backward of a TP gather point: all-reduce of the input gradient (reduce-scatter
     /// under SP).
     fn tp_gather_bwd(&mut self, l: u32, what: &str, deps: Vec<u32>) -> Vec<u32> {
-        let op = if self.t.parallel.sp {
-            Collective::ReduceScatter
-        } else {
-            Collective::AllReduce
-        };
-        let b = self.act_bytes();
-        self.coll(
-            &format!("layer{l}/{what}-bwd-tp-{}", op.name()),
-            op,
-            b,
-            self.tp,
-            deps,
-        )
+        let op = self.sp_or(Collective::ReduceScatter, Some(Collective::AllReduce));
+        self.tp_coll(l, &format!("{what}-bwd"), op, deps)
     }
 
     fn kv_bytes(&self) -> u64 {
@@ -397,7 +382,8 @@ impl Emitter<'_> {
 
     /// One layer's forward; returns the op its output depends on.
     fn layer_forward(&mut self, l: u32, input: Vec<u32>, tag: &str) -> Vec<u32> {
-        let m = self.t.model.clone();
+        let t = self.t;
+        let m = &t.model;
         let (tok, d, tp) = (self.tokens(), u64::from(m.d_model), self.tp());
         let hd = m.head_dim();
         let qkv_n = (u64::from(m.heads) + 2 * u64::from(m.kv_heads)) * hd / tp;
@@ -480,7 +466,8 @@ impl Emitter<'_> {
 
     /// One layer's backward; returns the op its input gradient depends on.
     fn layer_backward(&mut self, l: u32, grad: Vec<u32>) -> Vec<u32> {
-        let m = self.t.model.clone();
+        let t = self.t;
+        let m = &t.model;
         let (tok, d, tp) = (self.tokens(), u64::from(m.d_model), self.tp());
         let hd = m.head_dim();
         let ew = self.ew_bytes();
@@ -601,7 +588,7 @@ impl Emitter<'_> {
     fn stage(&mut self, stage: u32) {
         let t = self.t;
         let p = &t.parallel;
-        let m = t.model.clone();
+        let m = &t.model;
         let mb = t.micro_batches();
         let actions = stage_actions(stage, p.pp, p.vpp, mb);
         let last_vs = |chunk: u32| chunk == p.vpp - 1 && stage == p.pp - 1;
