@@ -3,8 +3,8 @@
 //! Time split (per rank, then averaged over ranks): *compute* is time with a kernel on the
 //! compute stream (communication overlapped with it is hidden); *exposed communication* is time
 //! with no kernel running while the rank has a communication op in flight (a collective from
-//! the rank's arrival, so waiting for slower members counts; a transfer from when both sides
-//! are posted); *idle* is the rest of the iteration: the pipeline bubble, and waiting for
+//! the rank's arrival, so waiting for slower members counts; a transfer for the sender from
+//! its send, for the receiver from when both sides are posted); *idle* is the rest of the iteration: the pipeline bubble, and waiting for
 //! inputs that are not communication.
 
 use std::collections::BTreeMap;
