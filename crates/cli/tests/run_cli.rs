@@ -6,7 +6,7 @@ use common::{fabricsim, stderr, stdout};
 
 fn examples(path: &str) -> String {
     format!(
-        "{}/../../../shared/astra_examples/{path}",
+        "{}/../../tests/data/astra_examples/{path}",
         env!("CARGO_MANIFEST_DIR")
     )
 }

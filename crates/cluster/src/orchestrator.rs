@@ -36,15 +36,15 @@ use crate::stats::{CollectiveKey, JobStats, Lane, Slice};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    #[error("job `{job}`: {source}")]
+    #[error("job `{job}`: {error}")]
     Plan {
         job: String,
-        source: fabricsim_collectives::PlanError,
+        error: fabricsim_collectives::PlanError,
     },
-    #[error("job `{job}`: {source}")]
-    Exec { job: String, source: ExecError },
-    #[error("job `{job}`: {source}")]
-    Network { job: String, source: NetworkError },
+    #[error("job `{job}`: {error}")]
+    Exec { job: String, error: ExecError },
+    #[error("job `{job}`: {error}")]
+    Network { job: String, error: NetworkError },
     #[error("job `{job}` stalled at {at} ns with {done} of {total} ops done: {diagnosis}")]
     Stalled {
         job: String,
@@ -480,10 +480,10 @@ impl<'t> Orchestrator<'t> {
         };
         self.submitted.clear();
         let job = inst.job;
-        if let Err(source) = x.fire(&mut self.net, Nanos(t), &mut self.submitted) {
+        if let Err(error) = x.fire(&mut self.net, Nanos(t), &mut self.submitted) {
             return Err(RunError::Exec {
                 job: self.job_err(job),
-                source,
+                error,
             });
         }
         for &(id, owner) in &self.submitted {
@@ -674,9 +674,9 @@ impl<'t> Orchestrator<'t> {
                 .iter()
                 .map(|&r| job.spec.gpus[r as usize])
                 .collect();
-            let ranks = Ranks::new(self.topo, gpus).map_err(|source| RunError::Plan {
+            let ranks = Ranks::new(self.topo, gpus).map_err(|error| RunError::Plan {
                 job: job.spec.name.clone(),
-                source,
+                error,
             })?;
             job.groups[g as usize].ranks = Some(ranks);
         }
@@ -785,9 +785,9 @@ impl<'t> Orchestrator<'t> {
             fidelity: comm.fidelity,
             sizes: None,
         };
-        let sched = plan(&req).map_err(|source| RunError::Plan {
+        let sched = plan(&req).map_err(|error| RunError::Plan {
             job: self.job_err(j),
-            source,
+            error,
         })?;
         let transport = Transport {
             protocol,
@@ -871,9 +871,9 @@ impl<'t> Orchestrator<'t> {
         let flow = self
             .net
             .submit(FlowKey::connection(a, b, 0, seed), bytes, None)
-            .map_err(|source| RunError::Network {
+            .map_err(|error| RunError::Network {
                 job: self.jobs[j as usize].spec.name.clone(),
-                source,
+                error,
             })?;
         self.flows += 1;
         let slot = flow.0 as usize;

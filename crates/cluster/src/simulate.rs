@@ -18,12 +18,12 @@ use crate::scenario::{Scenario, WorkloadSource};
 pub enum SimError {
     #[error("fabric: {0}")]
     Fabric(#[from] LoadError),
-    #[error("job `{job}`: {source}")]
-    Llm { job: String, source: LlmError },
-    #[error("job `{job}`: {source}")]
-    Chakra { job: String, source: ChakraError },
-    #[error("job `{job}`: placement: {source}")]
-    Placement { job: String, source: PlacementError },
+    #[error("job `{job}`: {error}")]
+    Llm { job: String, error: LlmError },
+    #[error("job `{job}`: {error}")]
+    Chakra { job: String, error: ChakraError },
+    #[error("job `{job}`: placement: {error}")]
+    Placement { job: String, error: PlacementError },
     #[error(transparent)]
     Run(#[from] RunError),
 }
@@ -44,17 +44,17 @@ pub fn build_workload(
         WorkloadSource::Llm(t) => {
             generate(t)
                 .map(|w| (w, Vec::new()))
-                .map_err(|source| SimError::Llm {
+                .map_err(|error| SimError::Llm {
                     job: name.to_string(),
-                    source,
+                    error,
                 })
         }
         WorkloadSource::Chakra { prefix, groups } => {
             let (w, warnings) =
-                import(&prefix.to_string_lossy(), groups.as_deref()).map_err(|source| {
+                import(&prefix.to_string_lossy(), groups.as_deref()).map_err(|error| {
                     SimError::Chakra {
                         job: name.to_string(),
-                        source,
+                        error,
                     }
                 })?;
             Ok((
@@ -88,10 +88,10 @@ pub fn simulate(
         let (workload, w) = build_workload(&j.name, &j.workload)?;
         warnings.extend(w);
         let gpus =
-            place(topo, &mut used, workload.rank_count(), &j.placement).map_err(|source| {
+            place(topo, &mut used, workload.rank_count(), &j.placement).map_err(|error| {
                 SimError::Placement {
                     job: j.name.clone(),
-                    source,
+                    error,
                 }
             })?;
         jobs.push(JobSpec {

@@ -51,7 +51,7 @@ fn job(
 fn collective_only_traces_agree_with_bench() {
     let topo = zone();
     let base = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/astra_examples/astra-sim/examples/workload/microbenchmarks");
+        .join("../../tests/data/astra_examples/astra-sim/examples/workload/microbenchmarks");
     for (dir, op) in [
         ("all_reduce/16npus_1MB/all_reduce", Collective::AllReduce),
         ("all_gather/16npus_1MB/all_gather", Collective::AllGather),

@@ -11,7 +11,7 @@ use fabricsim_workload::llm::{
 use fabricsim_workload::{GpuSpec, OpKind, Workload};
 
 fn examples() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/astra_examples")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/astra_examples")
 }
 
 /// Every `<prefix>.<rank>.et` trace under the examples, as prefixes.

@@ -27,10 +27,10 @@ pub use import::{import, Warning};
 /// A trace file that cannot be read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum ChakraError {
-    #[error("{path}: {source}")]
+    #[error("{path}: {error}")]
     Io {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("{path}: byte {offset}: {what}")]
     Decode {
@@ -55,9 +55,9 @@ pub enum ChakraError {
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ChakraError + '_ {
-    move |source| ChakraError::Io {
+    move |error| ChakraError::Io {
         path: path.to_path_buf(),
-        source,
+        error,
     }
 }
 
