@@ -261,3 +261,47 @@ fn receive_without_send_stalls_with_diagnosis() {
     let e = run_jobs(&topo, vec![spec]).unwrap_err().to_string();
     assert!(e.contains("receive (1 -> 0, tag 5) has no send"), "{e}");
 }
+
+/// The real PyTorch-converted trace (one rank, 3,664 nodes, 383 nodes that depend on
+/// themselves, dependencies on absent nodes and cycles): it replays to the end, and with one
+/// compute stream and no peers its iteration is exactly its GPU kernels' time, end to end.
+#[test]
+fn converted_pytorch_trace_replays() {
+    let tarball = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/data/astra_examples/chakra/tests/data/feeder_tests_trace.tar.gz");
+    let dir = tempfile::tempdir().unwrap();
+    let status = std::process::Command::new("tar")
+        .arg("xzf")
+        .arg(&tarball)
+        .arg("-C")
+        .arg(dir.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let prefix = dir.path().join("tests/data/chakra");
+    let (w, _) = import(prefix.to_str().unwrap(), None).unwrap();
+    let topo = zone();
+    let compute = ComputeModel::new(GpuSpec::named("H100").unwrap());
+    let kernels_ns: u64 = w.programs[0]
+        .ops
+        .iter()
+        .filter_map(|o| match o.kind {
+            OpKind::Compute(c) => Some(compute.time(&c).0),
+            _ => None,
+        })
+        .sum();
+    assert!(kernels_ns > 100_000_000, "{kernels_ns}");
+    let mut used = vec![false; topo.node_count()];
+    let spec = job(&topo, "pytorch", w, Placement::Packed, &mut used);
+    let net = Network::new(
+        &topo,
+        Router::new(&topo, Policy::Ecmp, HashConfig::default()),
+        FlowEngine::new(&topo),
+    );
+    let out = Orchestrator::new(net, vec![spec], RunOptions::default())
+        .run(|_, _, _| {})
+        .unwrap();
+    let s = &out.jobs[0];
+    assert_eq!(s.compute_ns, kernels_ns);
+    assert_eq!(s.iteration_ns, kernels_ns);
+}

@@ -213,7 +213,7 @@ impl Program {
     }
 
     /// Breaks dependency cycles: ops that no topological order reaches lose their dependencies
-    /// on later ops (every cycle has one), which leaves the graph acyclic. Returns how many
+    /// on themselves and on later ops (every cycle has one), which leaves the graph acyclic. Returns how many
     /// dependencies were dropped (0 for an acyclic program, which is left as it is).
     pub fn break_cycles(&mut self) -> usize {
         let n = self.len();
@@ -228,7 +228,7 @@ impl Program {
         let (mut deps, mut start, mut dropped) = (Vec::with_capacity(self.deps.len()), vec![0], 0);
         for i in 0..n as u32 {
             for &d in self.deps(i) {
-                if !ordered[i as usize] && d > i {
+                if !ordered[i as usize] && d >= i {
                     dropped += 1;
                 } else {
                     deps.push(d);

@@ -106,10 +106,16 @@ fn real_trace_with_absent_dependencies_warns_and_imports() {
         .count();
     // 21 COMM_COLL nodes: 14 CPU-side c10d calls and 7 GPU kernels (5 all-reduce, 2 broadcast).
     assert_eq!(colls, 7);
-    // Absent dependencies, and cycles among the rest, are dropped with warnings.
-    assert_eq!(warnings.len(), 2);
+    // Absent dependencies, self-dependencies and cycles among the rest are dropped with
+    // warnings.
+    assert_eq!(warnings.len(), 3);
     assert!(warnings[0].message.contains("absent"), "{}", warnings[0]);
-    assert!(warnings[1].message.contains("cycles"), "{}", warnings[1]);
+    assert!(
+        warnings[1].message.contains("themselves"),
+        "{}",
+        warnings[1]
+    );
+    assert!(warnings[2].message.contains("cycles"), "{}", warnings[2]);
 }
 
 #[test]

@@ -190,7 +190,7 @@ pub fn from_traces(
         };
         let mut peer_slot: HashMap<u32, u16> = HashMap::new();
         let mut group_slot: HashMap<u32, u16> = HashMap::new();
-        let (mut missing, mut first_missing) = (0usize, Vec::new());
+        let (mut missing, mut first_missing, mut self_deps) = (0usize, Vec::new(), 0usize);
         let mut deps = Vec::new();
         for node in &trace.nodes {
             let attrs = Attrs(&node.attr);
@@ -335,6 +335,10 @@ pub fn from_traces(
             };
             deps.clear();
             for d in node.ctrl_deps.iter().chain(&node.data_deps) {
+                if *d == node.id {
+                    self_deps += 1;
+                    continue;
+                }
                 match index.get(d) {
                     Some(&i) if !deps.contains(&i) => deps.push(i),
                     Some(_) => {}
@@ -367,6 +371,12 @@ pub fn from_traces(
                         .collect::<Vec<_>>()
                         .join(", ")
                 ),
+            });
+        }
+        if self_deps > 0 {
+            warnings.push(Warning {
+                path: path.clone(),
+                message: format!("dropped {self_deps} dependencies of nodes on themselves"),
             });
         }
         let broken = prog.break_cycles();
