@@ -29,7 +29,7 @@ use fabricsim_netsim::{Engine, FlowEngine, FlowId, Network, NetworkError};
 use fabricsim_routing::key::mix;
 use fabricsim_routing::FlowKey;
 use fabricsim_topology::{Nanos, Topology};
-use fabricsim_workload::{OpKind, Program};
+use fabricsim_workload::{ComputeModel, OpKind, Program};
 
 use crate::job::JobSpec;
 use crate::stats::{CollectiveKey, JobStats, Lane, Slice};
@@ -62,10 +62,12 @@ struct ProgramIndex {
     dependents: Vec<u32>,
     /// Per op: its index among the collectives of its group slot, in issue order.
     coll_seq: Vec<u32>,
+    /// Per op: how long its kernel runs (ns) under the job's compute model; 0 for others.
+    kernel_ns: Vec<u64>,
 }
 
 impl ProgramIndex {
-    fn new(p: &Program) -> ProgramIndex {
+    fn new(p: &Program, compute: &ComputeModel) -> ProgramIndex {
         let n = p.len();
         let (offsets, dependents) = p.dependents();
         // Sequence numbers follow a topological order: a trace's file order need not be the
@@ -88,10 +90,20 @@ impl ProgramIndex {
                 *s += 1;
             }
         }
+        let kernel_ns = p
+            .ops
+            .iter()
+            .map(|op| match op.kind {
+                OpKind::Compute(c) => compute.time(&c).0,
+                OpKind::Memory { bytes, .. } => compute.memory_time(bytes).0,
+                _ => 0,
+            })
+            .collect();
         ProgramIndex {
             offsets,
             dependents,
             coll_seq,
+            kernel_ns,
         }
     }
 
@@ -104,7 +116,8 @@ impl ProgramIndex {
 struct Stream {
     queue: VecDeque<u32>,
     busy: bool,
-    /// When the running kernel started.
+    /// The running kernel, and when it started.
+    op: u32,
     since: u64,
 }
 
@@ -210,8 +223,11 @@ enum FlowOwner {
 struct JobState {
     spec: JobSpec,
     index: Vec<ProgramIndex>,
-    /// Per rank, where its ops' counters start in `remaining`.
-    base: Vec<usize>,
+    /// Per rank: where its counters start in `remaining`, and the stride between its ops'.
+    counters: Vec<(usize, usize)>,
+    /// Per (rank, op): dependencies not yet done. Laid out per program, op-major with the
+    /// ranks that share the program side by side, so the ranks of a tensor-parallel group,
+    /// which finish the same op at the same instant, touch one cache line, not eight.
     remaining: Vec<u32>,
     ranks: Vec<RankState>,
     groups: Vec<GroupState>,
@@ -225,10 +241,44 @@ struct JobState {
 /// (source rank, destination rank, tag) of a send and its receive.
 type P2pKey = (u32, u32, u64);
 
-/// (time, kind, and up to three ids); ordered, so one instant's events go in a fixed order.
-type Event = (u64, u8, u32, u32, u32);
+/// An event of the orchestrator's own queue, packed so the heap compares one integer:
+/// time (64 bits), kind (2), then job (30) and rank for a kernel, or 0 and the instance for a
+/// collective. Ordered, so one instant's events go in a fixed order.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Event(u128);
+
+impl Event {
+    fn new(t: u64, kind: u8, a: u32, b: u32) -> Reverse<Event> {
+        debug_assert!(kind < 4 && a < 1 << 30);
+        Reverse(Event(
+            u128::from(t) << 64 | u128::from(kind) << 62 | u128::from(a) << 32 | u128::from(b),
+        ))
+    }
+
+    fn time(self) -> u64 {
+        (self.0 >> 64) as u64
+    }
+
+    fn kind(self) -> u8 {
+        (self.0 >> 62) as u8 & 3
+    }
+
+    fn a(self) -> u32 {
+        (self.0 >> 32) as u32 & ((1 << 30) - 1)
+    }
+
+    fn b(self) -> u32 {
+        self.0 as u32
+    }
+}
 
 impl JobState {
+    /// Index of the dependency counter of rank `r`'s op `op` in `remaining`.
+    fn counter(&self, r: u32, op: u32) -> usize {
+        let (offset, stride) = self.counters[r as usize];
+        offset + op as usize * stride
+    }
+
     /// Rank `r`'s communication op `op`, in flight since `since`, ends at `t`.
     fn comm_ended(&mut self, r: u32, op: u32, since: u64, t: u64) {
         let rank = &mut self.ranks[r as usize];
@@ -295,20 +345,41 @@ impl<'t> Orchestrator<'t> {
         let jobs = jobs
             .into_iter()
             .map(|spec| {
-                let index: Vec<ProgramIndex> = spec
-                    .workload
+                let w = &spec.workload;
+                let index: Vec<ProgramIndex> = w
                     .programs
                     .iter()
-                    .map(ProgramIndex::new)
+                    .map(|p| ProgramIndex::new(p, &spec.compute))
                     .collect();
-                let mut base = Vec::with_capacity(spec.workload.ranks.len());
-                let mut remaining = Vec::new();
-                for b in &spec.workload.ranks {
-                    base.push(remaining.len());
-                    let p = &spec.workload.programs[b.program as usize];
-                    remaining.extend((0..p.len() as u32).map(|i| p.deps(i).len() as u32));
+                // Ranks per program, each rank's place among them, then where each program's
+                // block of counters starts.
+                let mut sharing = vec![0usize; w.programs.len()];
+                let mut counters: Vec<(usize, usize)> = w
+                    .ranks
+                    .iter()
+                    .map(|b| {
+                        let local = sharing[b.program as usize];
+                        sharing[b.program as usize] += 1;
+                        (local, 0)
+                    })
+                    .collect();
+                let mut start = Vec::with_capacity(w.programs.len());
+                let mut total = 0usize;
+                for (p, prog) in w.programs.iter().enumerate() {
+                    start.push(total);
+                    total += prog.len() * sharing[p];
                 }
-                let total = remaining.len() as u64;
+                let mut remaining = vec![0u32; total];
+                for (r, b) in w.ranks.iter().enumerate() {
+                    let p = b.program as usize;
+                    let (offset, stride) = (start[p] + counters[r].0, sharing[p]);
+                    counters[r] = (offset, stride);
+                    let prog = &w.programs[p];
+                    for i in 0..prog.len() {
+                        remaining[offset + i * stride] = prog.deps(i as u32).len() as u32;
+                    }
+                }
+                let total = total as u64;
                 let groups = spec
                     .workload
                     .groups
@@ -325,7 +396,7 @@ impl<'t> Orchestrator<'t> {
                 let stats = JobStats::new(&spec, options.trace_ranks);
                 JobState {
                     index,
-                    base,
+                    counters,
                     remaining,
                     ranks: (0..n).map(|_| RankState::default()).collect(),
                     groups,
@@ -374,7 +445,7 @@ impl<'t> Orchestrator<'t> {
         let total: u64 = self.jobs.iter().map(|j| j.total).sum();
         let mut next_report = self.options.progress_every;
         loop {
-            let own = self.heap.peek().map(|Reverse(e)| e.0);
+            let own = self.heap.peek().map(|Reverse(e)| e.time());
             let engine = self.net.engine().next_event().map(|t| t.0);
             let t = match (own, engine) {
                 (Some(a), Some(b)) => a.min(b),
@@ -398,17 +469,17 @@ impl<'t> Orchestrator<'t> {
                     FlowOwner::Transfer(id) => self.transfer_done(id, t),
                 }
             }
-            while let Some(&Reverse((when, kind, a, b, c))) = self.heap.peek() {
-                if when != t {
+            while let Some(&Reverse(e)) = self.heap.peek() {
+                if e.time() != t {
                     break;
                 }
                 self.heap.pop();
                 self.events += 1;
-                match kind {
-                    COMPUTE_DONE => self.kernel_done(a, b, c, t, false),
-                    MEMORY_DONE => self.kernel_done(a, b, c, t, true),
-                    COLL_DONE => self.collective_done(a, t)?,
-                    _ => self.touched.push(a),
+                match e.kind() {
+                    COMPUTE_DONE => self.kernel_done(e.a(), e.b(), t, false),
+                    MEMORY_DONE => self.kernel_done(e.a(), e.b(), t, true),
+                    COLL_DONE => self.collective_done(e.b(), t)?,
+                    _ => self.touched.push(e.b()),
                 }
             }
             self.settle(t)?;
@@ -500,11 +571,11 @@ impl<'t> Orchestrator<'t> {
         if x.is_done() {
             let end = inst.start + x.outcome().time.0;
             inst.exec = None;
-            self.heap.push(Reverse((end.max(t), COLL_DONE, i, 0, 0)));
+            self.heap.push(Event::new(end.max(t), COLL_DONE, 0, i));
         } else if let Some(next) = x.next_event() {
             if next.0 != inst.wake {
                 inst.wake = next.0;
-                self.heap.push(Reverse((next.0.max(t), EXEC_WAKE, i, 0, 0)));
+                self.heap.push(Event::new(next.0.max(t), EXEC_WAKE, 0, i));
             }
         }
         Ok(())
@@ -608,18 +679,15 @@ impl<'t> Orchestrator<'t> {
             return;
         };
         stream.busy = true;
+        stream.op = op;
         stream.since = t;
-        let prog = job.spec.workload.program_of(r);
-        let dt = match prog.ops[op as usize].kind {
-            OpKind::Compute(c) => job.spec.compute.time(&c).0,
-            OpKind::Memory { bytes, .. } => job.spec.compute.memory_time(bytes).0,
-            _ => 0,
-        };
+        let program = job.spec.workload.ranks[r as usize].program as usize;
+        let dt = job.index[program].kernel_ns[op as usize];
         let kind = if memory { MEMORY_DONE } else { COMPUTE_DONE };
-        self.heap.push(Reverse((t + dt, kind, j, r, op)));
+        self.heap.push(Event::new(t + dt, kind, j, r));
     }
 
-    fn kernel_done(&mut self, j: u32, r: u32, op: u32, t: u64, memory: bool) {
+    fn kernel_done(&mut self, j: u32, r: u32, t: u64, memory: bool) {
         let job = &mut self.jobs[j as usize];
         let rank = &mut job.ranks[r as usize];
         rank.account(t);
@@ -629,7 +697,7 @@ impl<'t> Orchestrator<'t> {
             &mut rank.compute
         };
         stream.busy = false;
-        let since = stream.since;
+        let (op, since) = (stream.op, stream.since);
         let lane = if memory { Lane::Memory } else { Lane::Compute };
         let label = job.spec.workload.program_of(r).ops[op as usize].label;
         job.stats.slice(Slice {
@@ -655,10 +723,10 @@ impl<'t> Orchestrator<'t> {
         let rank = &mut job.ranks[r as usize];
         rank.finish = rank.finish.max(t);
         job.stats.iteration_ns = job.stats.iteration_ns.max(t);
-        let b = job.base[r as usize];
+        let (offset, stride) = job.counters[r as usize];
         let prog = job.spec.workload.ranks[r as usize].program as usize;
         for &d in job.index[prog].dependents(op) {
-            let c = &mut job.remaining[b + d as usize];
+            let c = &mut job.remaining[offset + d as usize * stride];
             *c -= 1;
             if *c == 0 {
                 self.ready.push((j, r, d));
@@ -742,7 +810,7 @@ impl<'t> Orchestrator<'t> {
             self.instances[i as usize].bytes,
         );
         if ranks.len() <= 1 {
-            self.heap.push(Reverse((t, COLL_DONE, i, 0, 0)));
+            self.heap.push(Event::new(t, COLL_DONE, 0, i));
             return Ok(());
         }
         let comm = self.jobs[j as usize].spec.comm;
@@ -772,7 +840,7 @@ impl<'t> Orchestrator<'t> {
             }
         };
         if let Some(ns) = closed_ns {
-            self.heap.push(Reverse((t + ns, COLL_DONE, i, 0, 0)));
+            self.heap.push(Event::new(t + ns, COLL_DONE, 0, i));
             return Ok(());
         }
         let req = Request {
@@ -966,7 +1034,7 @@ impl<'t> Orchestrator<'t> {
             'ranks: for (r, b) in w.ranks.iter().enumerate() {
                 let p = &w.programs[b.program as usize];
                 for (i, op) in p.ops.iter().enumerate() {
-                    if job.remaining[job.base[r] + i] > 0 {
+                    if job.remaining[job.counter(r as u32, i as u32)] > 0 {
                         out.push(format!(
                             "rank {r}: op {} (`{}`) waits on ops that never finish (a dependency cycle?)",
                             op.id,

@@ -5,12 +5,19 @@
 //! of weight `w` on a link puts `w · rate` on it: 1 for a path, a fraction for a spread flow),
 //! so it saturates at `λ_l = (C_l − frozen_l) / W_l`. A flow with a rate cap freezes when `λ`
 //! reaches the cap. Pop the smallest event from a heap, freeze the flows it concerns, update
-//! the links they cross, repeat: O(incidences · log links).
+//! the links they cross, repeat.
+//!
+//! The heap holds one event per link, keyed lazily. Freezing a flow of weight `w` at level
+//! `λ ≤ λ_l` on link `l` never lowers `λ_l`: `(C − F − wλ)/(W − w) ≥ (C − F − wλ_l)/(W − w) = λ_l`.
+//! So a link's key is a lower bound of its level; a popped link whose level has risen since is
+//! pushed back with its current level instead of saturating. A freeze then touches no heap,
+//! and a link crossed by many flows that freeze elsewhere is re-pushed once per pop, not once
+//! per freeze: O(incidences + pops · log links).
 //!
 //! The result is the max-min fair allocation: every flow is either at its cap or crosses a
 //! saturated link on which no flow is faster (its bottleneck).
 
-use std::cmp::Ordering;
+use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 /// One flow of a problem: its links with weights, and an optional cap (bytes/s).
@@ -20,28 +27,32 @@ pub struct Demand<'a> {
     pub cap: f64,
 }
 
-#[derive(PartialEq)]
-struct Event {
-    level: f64,
-    /// Links are `(index, version)`; caps are `(u32::MAX, flow)`.
-    what: u32,
-    tag: u32,
-}
+/// A heap event: a level and what reaches it — a link `(index, 0)` or a cap `(u32::MAX, flow)`.
+/// Packed into one integer so the heap compares once: levels are never negative, and the bits
+/// of non-negative floats order as the floats do. A min-heap on level, ties broken by
+/// (what, tag), so the order is deterministic.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Event(Reverse<u128>);
 
-impl Eq for Event {}
-impl PartialOrd for Event {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
+impl Event {
+    fn new(level: f64, what: u32, tag: u32) -> Event {
+        // `+ 0.0` turns a -0.0 into 0.0, whose bits sort first.
+        let bits = (level.max(0.0) + 0.0).to_bits();
+        Event(Reverse(
+            u128::from(bits) << 64 | u128::from(what) << 32 | u128::from(tag),
+        ))
     }
-}
-impl Ord for Event {
-    /// A min-heap on level, ties broken by (what, tag) so the order is deterministic.
-    fn cmp(&self, other: &Self) -> Ordering {
-        other
-            .level
-            .total_cmp(&self.level)
-            .then(other.what.cmp(&self.what))
-            .then(other.tag.cmp(&self.tag))
+
+    fn level(self) -> f64 {
+        f64::from_bits((self.0 .0 >> 64) as u64)
+    }
+
+    fn what(self) -> u32 {
+        (self.0 .0 >> 32) as u32
+    }
+
+    fn tag(self) -> u32 {
+        self.0 .0 as u32
     }
 }
 
@@ -50,7 +61,6 @@ impl Ord for Event {
 pub struct Solver {
     frozen_load: Vec<f64>,
     weight: Vec<f64>,
-    version: Vec<u32>,
     link_flows: Vec<Vec<u32>>,
     touched: Vec<u32>,
     heap: BinaryHeap<Event>,
@@ -75,7 +85,6 @@ impl Solver {
         if self.weight.len() < n_links {
             self.frozen_load.resize(n_links, 0.0);
             self.weight.resize(n_links, 0.0);
-            self.version.resize(n_links, 0);
             self.link_flows.resize_with(n_links, Vec::new);
         }
         rates.clear();
@@ -91,11 +100,7 @@ impl Solver {
                 self.weight[li] += w;
             }
             if d.cap.is_finite() {
-                self.heap.push(Event {
-                    level: d.cap.max(0.0),
-                    what: u32::MAX,
-                    tag: f as u32,
-                });
+                self.heap.push(Event::new(d.cap, u32::MAX, f as u32));
             }
         }
         for i in 0..self.touched.len() {
@@ -103,29 +108,29 @@ impl Solver {
         }
         let mut level = 0.0f64;
         while let Some(ev) = self.heap.pop() {
-            if ev.what == u32::MAX {
-                let f = ev.tag as usize;
+            if ev.what() == u32::MAX {
+                let f = ev.tag() as usize;
                 if rates[f].is_nan() {
-                    level = level.max(ev.level);
-                    self.freeze(
-                        f,
-                        ev.level.min(level).max(0.0),
-                        demand(f).links,
-                        rates,
-                        capacity,
-                    );
+                    level = level.max(ev.level());
+                    self.freeze(f, ev.level().min(level).max(0.0), demand(f).links, rates);
                 }
                 continue;
             }
-            let l = ev.what as usize;
-            if ev.tag != self.version[l] || self.weight[l] <= 0.0 {
+            let l = ev.what() as usize;
+            if self.weight[l] <= 0.0 {
                 continue;
             }
-            level = level.max(ev.level);
+            let current = self.level_of(l, capacity);
+            if current > ev.level() {
+                // Flows froze on the link since it was keyed: its level rose (module docs).
+                self.heap.push(Event::new(current, l as u32, 0));
+                continue;
+            }
+            level = level.max(ev.level());
             let flows = std::mem::take(&mut self.link_flows[l]);
             for &f in &flows {
                 if rates[f as usize].is_nan() {
-                    self.freeze(f as usize, level, demand(f as usize).links, rates, capacity);
+                    self.freeze(f as usize, level, demand(f as usize).links, rates);
                 }
             }
             self.link_flows[l] = flows;
@@ -145,14 +150,7 @@ impl Solver {
         self.touched.clear();
     }
 
-    fn freeze(
-        &mut self,
-        f: usize,
-        rate: f64,
-        links: &[(u32, f64)],
-        rates: &mut [f64],
-        capacity: &[f64],
-    ) {
+    fn freeze(&mut self, f: usize, rate: f64, links: &[(u32, f64)], rates: &mut [f64]) {
         rates[f] = rate;
         for &(l, w) in links {
             let li = l as usize;
@@ -161,20 +159,18 @@ impl Solver {
             if self.weight[li] < 1e-12 {
                 self.weight[li] = 0.0;
             }
-            self.push_link(l, capacity);
         }
     }
 
+    /// The level at which link `l` saturates if every unfrozen flow on it rises together.
+    fn level_of(&self, l: usize, capacity: &[f64]) -> f64 {
+        ((capacity[l] - self.frozen_load[l]) / self.weight[l]).max(0.0)
+    }
+
     fn push_link(&mut self, l: u32, capacity: &[f64]) {
-        let li = l as usize;
-        self.version[li] = self.version[li].wrapping_add(1);
-        if self.weight[li] > 0.0 {
-            let level = ((capacity[li] - self.frozen_load[li]) / self.weight[li]).max(0.0);
-            self.heap.push(Event {
-                level,
-                what: l,
-                tag: self.version[li],
-            });
+        if self.weight[l as usize] > 0.0 {
+            self.heap
+                .push(Event::new(self.level_of(l as usize, capacity), l, 0));
         }
     }
 }
