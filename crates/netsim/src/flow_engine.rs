@@ -36,6 +36,8 @@ struct Flow {
     latency: Nanos,
     /// Bytes still to send as of `updated`.
     remaining: f64,
+    /// Bytes sent but not yet credited to the links (see `credit`).
+    uncredited: f64,
     rate: f64,
     updated: Nanos,
     /// Bumped whenever the rate changes, so stale drain events are skipped.
@@ -135,8 +137,8 @@ impl FlowEngine {
         self.flows[flow.0 as usize].active
     }
 
-    /// Brings `f`'s remaining bytes up to now, and credits what it sent to its links (so link
-    /// bytes are exactly the bytes flows sent, whatever the rounding of drain times to ns).
+    /// Brings `f`'s remaining bytes up to now. What it sent is credited to its links later, by
+    /// `credit`, once per path rather than once per rate change.
     fn settle(&mut self, f: u32) {
         let now = self.now;
         let flow = &mut self.flows[f as usize];
@@ -146,7 +148,16 @@ impl FlowEngine {
             flow.remaining
         };
         flow.remaining -= sent;
+        flow.uncredited += sent;
         flow.updated = now;
+    }
+
+    /// Credits the bytes `f` sent since the last credit to the links it crosses (so link bytes
+    /// are exactly the bytes flows sent, whatever the rounding of drain times to ns). Runs
+    /// before the flow leaves its links: when it drains, is rerouted, or stats are read.
+    fn credit(&mut self, f: u32) {
+        let flow = &mut self.flows[f as usize];
+        let sent = std::mem::take(&mut flow.uncredited);
         if sent > 0.0 {
             for &(l, w) in &flow.links {
                 self.stats.bytes[l as usize] += sent * w;
@@ -162,8 +173,10 @@ impl FlowEngine {
         self.since[l] = self.now;
     }
 
-    /// Takes `f` off its links: its load goes, and the links are marked for a re-solve.
+    /// Takes `f` off its links: its bytes are credited, its load goes, and the links are
+    /// marked for a re-solve.
     fn detach(&mut self, f: u32) {
+        self.credit(f);
         let rate = self.flows[f as usize].rate;
         for i in 0..self.flows[f as usize].links.len() {
             let (l, w) = self.flows[f as usize].links[i];
@@ -430,6 +443,7 @@ impl Engine for FlowEngine {
             cap: spec.cap.map_or(f64::INFINITY, |c| c.0 as f64),
             latency: spec.latency,
             remaining: spec.bytes as f64,
+            uncredited: 0.0,
             rate: 0.0,
             updated: self.now,
             version: 0,
@@ -528,6 +542,7 @@ impl Engine for FlowEngine {
         for f in 0..self.flows.len() as u32 {
             if self.flows[f as usize].active {
                 self.settle(f);
+                self.credit(f);
             }
         }
         for l in 0..self.load.len() {
