@@ -56,15 +56,24 @@ impl Event {
     }
 }
 
-/// Reusable buffers for [`solve`], so that repeated solves do not allocate.
+/// Reusable buffers for [`solve`], so that repeated solves do not allocate. The links a solve
+/// touches get dense local numbers, so its per-link state (weights, frozen load, the flows on
+/// each link as CSR) sits in short contiguous arrays rather than spread over the whole fabric.
 #[derive(Default)]
 pub struct Solver {
-    frozen_load: Vec<f64>,
+    /// Per fabric link: its local number in the current solve, or `NONE`.
+    local: Vec<u32>,
+    /// Per local link: the fabric link, the weight of its unfrozen flows, the load of its
+    /// frozen flows, and where its flows start in `flows` (CSR; one entry more than links).
+    links: Vec<u32>,
     weight: Vec<f64>,
-    link_flows: Vec<Vec<u32>>,
-    touched: Vec<u32>,
+    frozen_load: Vec<f64>,
+    start: Vec<u32>,
+    flows: Vec<u32>,
     heap: BinaryHeap<Event>,
 }
+
+const NONE: u32 = u32::MAX;
 
 impl Solver {
     /// Max-min fair rates for `demands` over links of `capacity` (indexed by the link numbers
@@ -81,31 +90,56 @@ impl Solver {
         demand: impl Fn(usize) -> Demand<'a>,
         rates: &mut Vec<f64>,
     ) {
-        let n_links = capacity.len();
-        if self.weight.len() < n_links {
-            self.frozen_load.resize(n_links, 0.0);
-            self.weight.resize(n_links, 0.0);
-            self.link_flows.resize_with(n_links, Vec::new);
+        if self.local.len() < capacity.len() {
+            self.local.resize(capacity.len(), NONE);
         }
         rates.clear();
         rates.resize(n, f64::NAN);
+        // Number the links, sum their weights and count their flows (in `start`, shifted by
+        // one for the prefix sum below).
+        self.start.push(0);
+        let mut events = std::mem::take(&mut self.heap).into_vec();
         for f in 0..n {
             let d = demand(f);
             for &(l, w) in d.links {
-                let li = l as usize;
-                if self.link_flows[li].is_empty() {
-                    self.touched.push(l);
+                let mut k = self.local[l as usize];
+                if k == NONE {
+                    k = self.links.len() as u32;
+                    self.local[l as usize] = k;
+                    self.links.push(l);
+                    self.weight.push(0.0);
+                    self.start.push(0);
                 }
-                self.link_flows[li].push(f as u32);
-                self.weight[li] += w;
+                self.weight[k as usize] += w;
+                self.start[k as usize + 1] += 1;
             }
             if d.cap.is_finite() {
-                self.heap.push(Event::new(d.cap, u32::MAX, f as u32));
+                events.push(Event::new(d.cap, u32::MAX, f as u32));
             }
         }
-        for i in 0..self.touched.len() {
-            self.push_link(self.touched[i], capacity);
+        for k in 0..self.links.len() {
+            self.start[k + 1] += self.start[k];
         }
+        self.flows.resize(self.start[self.links.len()] as usize, 0);
+        self.frozen_load.resize(self.links.len(), 0.0);
+        for f in 0..n {
+            for &(l, _) in demand(f).links {
+                // `start[k]` runs ahead as a fill cursor, and ends where `start[k + 1]` began.
+                let k = self.local[l as usize] as usize;
+                self.flows[self.start[k] as usize] = f as u32;
+                self.start[k] += 1;
+            }
+        }
+        for k in (1..self.links.len()).rev() {
+            self.start[k] = self.start[k - 1];
+        }
+        if let Some(first) = self.start.first_mut() {
+            *first = 0;
+        }
+        for k in 0..self.links.len() {
+            events.push(Event::new(self.level_of(k, capacity), self.links[k], 0));
+        }
+        self.heap = BinaryHeap::from(events);
         let mut level = 0.0f64;
         while let Some(ev) = self.heap.pop() {
             if ev.what() == u32::MAX {
@@ -116,24 +150,23 @@ impl Solver {
                 }
                 continue;
             }
-            let l = ev.what() as usize;
-            if self.weight[l] <= 0.0 {
+            let k = self.local[ev.what() as usize] as usize;
+            if self.weight[k] <= 0.0 {
                 continue;
             }
-            let current = self.level_of(l, capacity);
+            let current = self.level_of(k, capacity);
             if current > ev.level() {
                 // Flows froze on the link since it was keyed: its level rose (module docs).
-                self.heap.push(Event::new(current, l as u32, 0));
+                self.heap.push(Event::new(current, ev.what(), 0));
                 continue;
             }
             level = level.max(ev.level());
-            let flows = std::mem::take(&mut self.link_flows[l]);
-            for &f in &flows {
-                if rates[f as usize].is_nan() {
-                    self.freeze(f as usize, level, demand(f as usize).links, rates);
+            for i in self.start[k]..self.start[k + 1] {
+                let f = self.flows[i as usize] as usize;
+                if rates[f].is_nan() {
+                    self.freeze(f, level, demand(f).links, rates);
                 }
             }
-            self.link_flows[l] = flows;
         }
         // Flows that cross no link and have no cap are limited by nothing: infinite.
         for r in rates.iter_mut() {
@@ -141,37 +174,31 @@ impl Solver {
                 *r = f64::INFINITY;
             }
         }
-        for &l in &self.touched {
-            let li = l as usize;
-            self.frozen_load[li] = 0.0;
-            self.weight[li] = 0.0;
-            self.link_flows[li].clear();
+        for &l in &self.links {
+            self.local[l as usize] = NONE;
         }
-        self.touched.clear();
+        self.links.clear();
+        self.weight.clear();
+        self.frozen_load.clear();
+        self.start.clear();
+        self.flows.clear();
     }
 
     fn freeze(&mut self, f: usize, rate: f64, links: &[(u32, f64)], rates: &mut [f64]) {
         rates[f] = rate;
         for &(l, w) in links {
-            let li = l as usize;
-            self.frozen_load[li] += w * rate;
-            self.weight[li] -= w;
-            if self.weight[li] < 1e-12 {
-                self.weight[li] = 0.0;
+            let k = self.local[l as usize] as usize;
+            self.frozen_load[k] += w * rate;
+            self.weight[k] -= w;
+            if self.weight[k] < 1e-12 {
+                self.weight[k] = 0.0;
             }
         }
     }
 
-    /// The level at which link `l` saturates if every unfrozen flow on it rises together.
-    fn level_of(&self, l: usize, capacity: &[f64]) -> f64 {
-        ((capacity[l] - self.frozen_load[l]) / self.weight[l]).max(0.0)
-    }
-
-    fn push_link(&mut self, l: u32, capacity: &[f64]) {
-        if self.weight[l as usize] > 0.0 {
-            self.heap
-                .push(Event::new(self.level_of(l as usize, capacity), l, 0));
-        }
+    /// The level at which local link `k` saturates if every unfrozen flow on it rises together.
+    fn level_of(&self, k: usize, capacity: &[f64]) -> f64 {
+        ((capacity[self.links[k] as usize] - self.frozen_load[k]) / self.weight[k]).max(0.0)
     }
 }
 
