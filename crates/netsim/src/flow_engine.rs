@@ -38,7 +38,6 @@ struct Flow {
     remaining: f64,
     /// Bytes sent but not yet credited to the links (see `credit`).
     uncredited: f64,
-    rate: f64,
     updated: Nanos,
     /// Bumped whenever the rate changes, so stale drain events are skipped.
     version: u32,
@@ -50,6 +49,9 @@ pub struct FlowEngine {
     now: Nanos,
     capacity: Vec<f64>,
     flows: Vec<Flow>,
+    /// Per flow: its rate (bytes/s). Kept apart from `flows`, dense, because the component
+    /// search reads the rate of every flow on every link it visits.
+    rate: Vec<f64>,
     link_flows: Vec<Vec<u32>>,
     /// Per link, the total weight of the active flows crossing it.
     link_weight: Vec<f64>,
@@ -92,6 +94,7 @@ impl FlowEngine {
             now: Nanos(0),
             capacity: topo.links().iter().map(|l| l.capacity.0 as f64).collect(),
             flows: Vec::new(),
+            rate: Vec::new(),
             link_flows: vec![Vec::new(); n],
             link_weight: vec![0.0; n],
             dirty_flows: Vec::new(),
@@ -141,9 +144,10 @@ impl FlowEngine {
     /// `credit`, once per path rather than once per rate change.
     fn settle(&mut self, f: u32) {
         let now = self.now;
+        let rate = self.rate[f as usize];
         let flow = &mut self.flows[f as usize];
-        let sent = if flow.rate.is_finite() {
-            (flow.rate * ns_to_s(now.0 - flow.updated.0)).min(flow.remaining)
+        let sent = if rate.is_finite() {
+            (rate * ns_to_s(now.0 - flow.updated.0)).min(flow.remaining)
         } else {
             flow.remaining
         };
@@ -177,7 +181,7 @@ impl FlowEngine {
     /// marked for a re-solve.
     fn detach(&mut self, f: u32) {
         self.credit(f);
-        let rate = self.flows[f as usize].rate;
+        let rate = self.rate[f as usize];
         for i in 0..self.flows[f as usize].links.len() {
             let (l, w) = self.flows[f as usize].links[i];
             let l = l as usize;
@@ -248,8 +252,8 @@ impl FlowEngine {
                 self.stats.peak_utilization[l as usize].max(util);
         }
         let now = self.now.0;
+        self.rate[f as usize] = solo;
         let flow = &mut self.flows[f as usize];
-        flow.rate = solo;
         flow.version = flow.version.wrapping_add(1);
         let at = now + (flow.remaining / solo * 1e9).ceil() as u64;
         self.drains.push(Reverse((at, f, flow.version)));
@@ -309,7 +313,7 @@ impl FlowEngine {
                 let l = self.comp_links[li] as usize;
                 li += 1;
                 for &f in &self.link_flows[l] {
-                    if self.flow_mark[f as usize] != epoch && self.flows[f as usize].rate >= floor {
+                    if self.flow_mark[f as usize] != epoch && self.rate[f as usize] >= floor {
                         self.flow_mark[f as usize] = epoch;
                         self.comp_flows.push(f);
                     }
@@ -348,10 +352,10 @@ impl FlowEngine {
             self.fixed[l as usize] = self.load[l as usize];
         }
         for &f in &self.comp_flows {
-            let flow = &self.flows[f as usize];
-            if flow.rate.is_finite() {
+            let (flow, rate) = (&self.flows[f as usize], self.rate[f as usize]);
+            if rate.is_finite() {
                 for &(l, w) in &flow.links {
-                    self.fixed[l as usize] -= w * flow.rate;
+                    self.fixed[l as usize] -= w * rate;
                 }
             }
         }
@@ -377,8 +381,8 @@ impl FlowEngine {
         }
         for (i, &f) in self.comp_flows.iter().enumerate() {
             let rate = self.rates[i];
+            self.rate[f as usize] = rate;
             let flow = &mut self.flows[f as usize];
-            flow.rate = rate;
             flow.version = flow.version.wrapping_add(1);
             for &(l, w) in &flow.links {
                 self.load[l as usize] += w * rate;
@@ -438,13 +442,13 @@ impl Engine for FlowEngine {
         let id = self.flows.len() as u32;
         // A flow with nothing to send, or that crosses no link and has no cap, is done at once.
         let instant = spec.bytes == 0 || (spec.links.is_empty() && spec.cap.is_none());
+        self.rate.push(0.0);
         self.flows.push(Flow {
             links: spec.links.iter().map(|&(l, w)| (l.0, w)).collect(),
             cap: spec.cap.map_or(f64::INFINITY, |c| c.0 as f64),
             latency: spec.latency,
             remaining: spec.bytes as f64,
             uncredited: 0.0,
-            rate: 0.0,
             updated: self.now,
             version: 0,
             active: !instant,
@@ -481,7 +485,7 @@ impl Engine for FlowEngine {
 
     fn rate(&mut self, flow: FlowId) -> Bandwidth {
         self.solve_dirty();
-        let r = self.flows[flow.0 as usize].rate;
+        let r = self.rate[flow.0 as usize];
         Bandwidth(if r.is_finite() { r as u64 } else { u64::MAX })
     }
 
@@ -522,13 +526,13 @@ impl Engine for FlowEngine {
                 let flow = &mut self.flows[f as usize];
                 // The drain time was rounded up to a whole ns, so everything has been sent.
                 debug_assert!(
-                    flow.remaining <= 1e-6 * (1.0 + flow.rate * 1e-9),
+                    flow.remaining <= 1e-6 * (1.0 + self.rate[f as usize] * 1e-9),
                     "flow {f} drained with {} bytes left",
                     flow.remaining
                 );
                 flow.active = false;
                 let at = t.0 + flow.latency.0;
-                let rate = flow.rate;
+                let rate = self.rate[f as usize];
                 self.arrivals.push(Reverse((at, f)));
                 self.detach(f);
                 self.drain_floor = self.drain_floor.min(rate);
