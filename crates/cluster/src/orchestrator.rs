@@ -197,6 +197,8 @@ struct Transfer {
     /// The sending rank and op.
     src: (u32, u32),
     key: P2pKey,
+    /// The receiver's mailbox for the sender (`P2p::mailbox`), if it has one.
+    mailbox: Option<usize>,
     /// The receive it was matched with, and since when: (op, time).
     recv: Option<(u32, u64)>,
     start: u64,
@@ -206,12 +208,106 @@ struct Transfer {
 /// Sends and receives of one (source, destination, tag), matched first come first served.
 #[derive(Default)]
 struct P2pSlot {
+    tag: u64,
     /// Receives posted before their data was sent: (op, time).
     recvs: VecDeque<(u32, u64)>,
     /// Transfers under way that no receive has claimed yet.
     inflight: VecDeque<u32>,
     /// Data that arrived before its receive was posted (buffered), count.
     arrived: u32,
+}
+
+impl P2pSlot {
+    fn is_empty(&self) -> bool {
+        self.recvs.is_empty() && self.inflight.is_empty() && self.arrived == 0
+    }
+}
+
+/// Point-to-point matching without a hash map: a *mailbox* per (receiver, sender) pair that
+/// the programs name holds the unmatched sends and receives between them, one entry per tag,
+/// removed once everything in it is matched (so it stays as small as what is in flight).
+struct P2p {
+    /// Per rank: where its peer slots start in `inbox` and `outbox`.
+    base: Vec<usize>,
+    /// Per (rank, peer slot): the mailbox where the rank receives from that peer.
+    inbox: Vec<usize>,
+    /// Per (rank, peer slot): the peer's mailbox for what this rank sends it, if the peer ever
+    /// receives from this rank.
+    outbox: Vec<Option<usize>>,
+    mailboxes: Vec<Vec<P2pSlot>>,
+    /// Per mailbox: (sender, receiver).
+    ends: Vec<(u32, u32)>,
+}
+
+impl P2p {
+    fn new(w: &fabricsim_workload::Workload) -> P2p {
+        let mut base = Vec::with_capacity(w.ranks.len());
+        let mut n = 0;
+        for b in &w.ranks {
+            base.push(n);
+            n += b.peers.len();
+        }
+        // Built once, before the run: (sender, receiver) -> mailbox, numbered in rank order.
+        let mut id: HashMap<(u32, u32), usize> = HashMap::new();
+        let mut ends = Vec::new();
+        let mut inbox = Vec::with_capacity(n);
+        for (r, b) in w.ranks.iter().enumerate() {
+            for &peer in &b.peers {
+                let m = *id.entry((peer, r as u32)).or_insert_with(|| {
+                    ends.push((peer, r as u32));
+                    ends.len() - 1
+                });
+                inbox.push(m);
+            }
+        }
+        let mut outbox = Vec::with_capacity(n);
+        for (r, b) in w.ranks.iter().enumerate() {
+            for &peer in &b.peers {
+                outbox.push(id.get(&(r as u32, peer)).copied());
+            }
+        }
+        P2p {
+            base,
+            inbox,
+            outbox,
+            mailboxes: (0..ends.len()).map(|_| Vec::new()).collect(),
+            ends,
+        }
+    }
+
+    /// The mailbox where rank `r` receives from its peer slot `slot`.
+    fn mailbox(&self, r: u32, slot: u16) -> usize {
+        self.inbox[self.base[r as usize] + usize::from(slot)]
+    }
+
+    /// The mailbox of the peer at rank `r`'s slot `slot` that receives from `r`.
+    fn peer_mailbox(&self, r: u32, slot: u16) -> Option<usize> {
+        self.outbox[self.base[r as usize] + usize::from(slot)]
+    }
+
+    /// The entry for `tag` in mailbox `m`, added if new.
+    fn slot(&mut self, m: usize, tag: u64) -> &mut P2pSlot {
+        let mailbox = &mut self.mailboxes[m];
+        let i = match mailbox.iter().position(|s| s.tag == tag) {
+            Some(i) => i,
+            None => {
+                mailbox.push(P2pSlot {
+                    tag,
+                    ..P2pSlot::default()
+                });
+                mailbox.len() - 1
+            }
+        };
+        &mut mailbox[i]
+    }
+
+    /// Drops mailbox `m`'s entry for `tag` if nothing is left in it.
+    fn tidy(&mut self, m: usize, tag: u64) {
+        let mailbox = &mut self.mailboxes[m];
+        if let Some(i) = mailbox.iter().position(|s| s.tag == tag && s.is_empty()) {
+            mailbox.swap_remove(i);
+        }
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -235,7 +331,7 @@ struct JobState {
     total: u64,
     stats: JobStats,
     /// Point-to-point matching by (src, dst, tag).
-    p2p: HashMap<P2pKey, P2pSlot>,
+    p2p: P2p,
 }
 
 /// (source rank, destination rank, tag) of a send and its receive.
@@ -403,7 +499,7 @@ impl<'t> Orchestrator<'t> {
                     done: 0,
                     total,
                     stats,
-                    p2p: HashMap::new(),
+                    p2p: P2p::new(&spec.workload),
                     spec,
                 }
             })
@@ -640,16 +736,19 @@ impl<'t> Orchestrator<'t> {
             }
             OpKind::Send { peer, tag, .. } => {
                 let p = binding.peers[peer as usize];
-                self.start_transfer(j, (r, op), (r, p, tag), t)?;
+                let mailbox = job.p2p.peer_mailbox(r, peer);
+                self.start_transfer(j, (r, op), (r, p, tag), mailbox, t)?;
             }
             OpKind::Recv { peer, tag, .. } => {
-                let p = binding.peers[peer as usize];
-                let slot = job.p2p.entry((p, r, tag)).or_default();
+                let m = job.p2p.mailbox(r, peer);
+                let slot = job.p2p.slot(m, tag);
                 if slot.arrived > 0 {
                     // The data is already here.
                     slot.arrived -= 1;
+                    job.p2p.tidy(m, tag);
                     self.complete(j, r, op, t);
                 } else if let Some(id) = slot.inflight.pop_front() {
+                    job.p2p.tidy(m, tag);
                     self.transfers[id as usize].recv = Some((op, t));
                     let rank = &mut job.ranks[r as usize];
                     rank.account(t);
@@ -902,6 +1001,7 @@ impl<'t> Orchestrator<'t> {
         j: u32,
         src: (u32, u32),
         key: P2pKey,
+        mailbox: Option<usize>,
         t: u64,
     ) -> Result<(), RunError> {
         let id = self.transfers.len() as u32;
@@ -910,11 +1010,17 @@ impl<'t> Orchestrator<'t> {
             OpKind::Send { bytes, .. } => bytes,
             _ => 0,
         };
-        let slot = job.p2p.entry(key).or_default();
-        let recv = slot.recvs.pop_front();
-        if recv.is_none() {
-            slot.inflight.push_back(id);
-        }
+        // A receiver that never receives from this sender has no mailbox for it: the data
+        // arrives and nobody waits for it.
+        let recv = mailbox.and_then(|m| {
+            let slot = job.p2p.slot(m, key.2);
+            let recv = slot.recvs.pop_front();
+            if recv.is_none() {
+                slot.inflight.push_back(id);
+            }
+            job.p2p.tidy(m, key.2);
+            recv
+        });
         let receiver = recv.map(|_| key.1);
         for r in std::iter::once(src.0).chain(receiver) {
             let rank = &mut job.ranks[r as usize];
@@ -927,6 +1033,7 @@ impl<'t> Orchestrator<'t> {
             job: j,
             src,
             key,
+            mailbox,
             // Counted as communication from now, when both sides are posted.
             recv: recv.map(|(op, _)| (op, t)),
             start: t,
@@ -955,8 +1062,9 @@ impl<'t> Orchestrator<'t> {
 
     fn transfer_done(&mut self, id: u32, t: u64) {
         let tr = &self.transfers[id as usize];
-        let (j, src, key, recv, start, bytes) =
-            (tr.job, tr.src, tr.key, tr.recv, tr.start, tr.bytes);
+        let (j, src, key, mailbox, recv, start, bytes) = (
+            tr.job, tr.src, tr.key, tr.mailbox, tr.recv, tr.start, tr.bytes,
+        );
         let job = &mut self.jobs[j as usize];
         job.stats.transfer(bytes, t - start);
         job.comm_ended(src.0, src.1, start, t);
@@ -968,11 +1076,13 @@ impl<'t> Orchestrator<'t> {
                 self.complete(j, key.1, op, t);
             }
             None => {
-                let slot = job.p2p.entry(key).or_default();
-                if let Some(pos) = slot.inflight.iter().position(|&x| x == id) {
-                    slot.inflight.remove(pos);
+                if let Some(m) = mailbox {
+                    let slot = job.p2p.slot(m, key.2);
+                    if let Some(pos) = slot.inflight.iter().position(|&x| x == id) {
+                        slot.inflight.remove(pos);
+                    }
+                    slot.arrived += 1;
                 }
-                slot.arrived += 1;
             }
         }
     }
@@ -1017,12 +1127,14 @@ impl<'t> Orchestrator<'t> {
                 }
             }
         }
-        let mut waiting: Vec<P2pKey> = job
-            .p2p
-            .iter()
-            .filter(|(_, slot)| !slot.recvs.is_empty())
-            .map(|(k, _)| *k)
-            .collect();
+        let mut waiting: Vec<P2pKey> = Vec::new();
+        for (m, &(src, dst)) in job.p2p.ends.iter().enumerate() {
+            for entry in &job.p2p.mailboxes[m] {
+                if !entry.recvs.is_empty() {
+                    waiting.push((src, dst, entry.tag));
+                }
+            }
+        }
         waiting.sort_unstable();
         for (src, dst, tag) in waiting.into_iter().take(4) {
             out.push(format!(

@@ -305,3 +305,60 @@ fn converted_pytorch_trace_replays() {
     assert_eq!(s.compute_ns, kernels_ns);
     assert_eq!(s.iteration_ns, kernels_ns);
 }
+
+/// Sends and receives match by (source, destination, tag), whichever peer slot names the rank:
+/// with two pipeline stages a rank's previous and next stage are the same rank.
+#[test]
+fn a_peer_named_in_two_slots_matches_by_rank_and_tag() {
+    let topo = zone();
+    let op = |kind| Op {
+        id: 0,
+        label: 0,
+        kind,
+    };
+    let mut sender = Program::new();
+    for (peer, tag) in [(0, 1), (1, 2), (1, 1)] {
+        sender.push(
+            op(OpKind::Send {
+                peer,
+                bytes: 1 << 20,
+                tag,
+            }),
+            &[],
+        );
+    }
+    let mut receiver = Program::new();
+    for tag in [2, 1, 1] {
+        receiver.push(
+            op(OpKind::Recv {
+                peer: 0,
+                bytes: 1 << 20,
+                tag,
+            }),
+            &[],
+        );
+    }
+    let w = Workload {
+        name: "pairs".into(),
+        labels: vec!["p2p".into()],
+        programs: vec![sender, receiver],
+        ranks: vec![
+            Binding {
+                program: 0,
+                groups: vec![],
+                peers: vec![1, 1],
+            },
+            Binding {
+                program: 1,
+                groups: vec![],
+                peers: vec![0],
+            },
+        ],
+        ..Workload::default()
+    };
+    let mut used = vec![false; topo.node_count()];
+    let spec = job(&topo, "pairs", w, Placement::Random { seed: 3 }, &mut used);
+    let reports = run_jobs(&topo, vec![spec]).unwrap();
+    assert_eq!(reports[0].transfers.count, 3);
+    assert_eq!(reports[0].transfers.bytes, 3 << 20);
+}

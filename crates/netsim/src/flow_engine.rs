@@ -26,6 +26,7 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use fabricsim_topology::{Bandwidth, LinkId, Nanos, Topology};
+use smallvec::SmallVec;
 
 use crate::engine::{Completion, Engine, FlowId, FlowSpec, LinkStats};
 use crate::maxmin::{Demand, Solver};
@@ -52,7 +53,9 @@ pub struct FlowEngine {
     /// Per flow: its rate (bytes/s). Kept apart from `flows`, dense, because the component
     /// search reads the rate of every flow on every link it visits.
     rate: Vec<f64>,
-    link_flows: Vec<Vec<u32>>,
+    /// Per link, the active flows crossing it. Most links carry a handful, kept inline, so the
+    /// component search reads a link's flows without a second cache miss.
+    link_flows: Vec<SmallVec<[u32; 8]>>,
     /// Per link, the total weight of the active flows crossing it.
     link_weight: Vec<f64>,
     dirty_flows: Vec<u32>,
@@ -95,7 +98,7 @@ impl FlowEngine {
             capacity: topo.links().iter().map(|l| l.capacity.0 as f64).collect(),
             flows: Vec::new(),
             rate: Vec::new(),
-            link_flows: vec![Vec::new(); n],
+            link_flows: vec![SmallVec::new(); n],
             link_weight: vec![0.0; n],
             dirty_flows: Vec::new(),
             dirty_links: Vec::new(),
