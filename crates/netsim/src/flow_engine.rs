@@ -45,10 +45,31 @@ struct Flow {
     active: bool,
 }
 
+/// The engine's state of one directed link, in one cache line. A solve reads and writes most
+/// of these for every link it visits, at scattered link ids: together they cost one cache miss
+/// per link where one array per field cost one per field (an array of structs on purpose).
+#[derive(Clone, Copy, Default)]
+#[repr(align(64))]
+struct Link {
+    capacity: f64,
+    /// Load of the active flows (bytes/s).
+    load: f64,
+    /// Total weight of the active flows crossing it.
+    weight: f64,
+    /// During a solve: load of the flows left out of it.
+    fixed: f64,
+    /// Accounting: time with any load up to `since` (ns), and the highest utilization.
+    busy: u64,
+    since: u64,
+    peak: f64,
+    /// Component search: the epoch that last visited the link.
+    mark: u32,
+}
+
 /// See the module docs.
 pub struct FlowEngine {
     now: Nanos,
-    capacity: Vec<f64>,
+    link: Vec<Link>,
     flows: Vec<Flow>,
     /// Per flow: its rate (bytes/s). Kept apart from `flows`, dense, because the component
     /// search reads the rate of every flow on every link it visits.
@@ -56,8 +77,6 @@ pub struct FlowEngine {
     /// Per link, the active flows crossing it. Most links carry a handful, kept inline, so the
     /// component search reads a link's flows without a second cache miss.
     link_flows: Vec<SmallVec<[u32; 8]>>,
-    /// Per link, the total weight of the active flows crossing it.
-    link_weight: Vec<f64>,
     dirty_flows: Vec<u32>,
     dirty_links: Vec<u32>,
     /// The smallest rate among flows that drained since the last solve. See `solve_dirty`.
@@ -69,17 +88,11 @@ pub struct FlowEngine {
     solver: Solver,
     // Component search scratch, reused across solves (no allocation in steady state).
     flow_mark: Vec<u32>,
-    link_mark: Vec<u32>,
     epoch: u32,
     comp_flows: Vec<u32>,
     comp_links: Vec<u32>,
     rates: Vec<f64>,
-    /// Per link: load of the flows left out of a solve, then the capacity left for the rest.
-    fixed: Vec<f64>,
-    residual: Vec<f64>,
-    // Link accounting.
-    load: Vec<f64>,
-    since: Vec<Nanos>,
+    /// Link accounting, filled from `link` when asked for.
     stats: LinkStats,
     solves: u64,
     solved_flows: u64,
@@ -95,11 +108,17 @@ impl FlowEngine {
         let n = topo.link_count();
         FlowEngine {
             now: Nanos(0),
-            capacity: topo.links().iter().map(|l| l.capacity.0 as f64).collect(),
+            link: topo
+                .links()
+                .iter()
+                .map(|l| Link {
+                    capacity: l.capacity.0 as f64,
+                    ..Link::default()
+                })
+                .collect(),
             flows: Vec::new(),
             rate: Vec::new(),
             link_flows: vec![SmallVec::new(); n],
-            link_weight: vec![0.0; n],
             dirty_flows: Vec::new(),
             dirty_links: Vec::new(),
             drain_floor: f64::INFINITY,
@@ -108,15 +127,10 @@ impl FlowEngine {
             arrivals: BinaryHeap::new(),
             solver: Solver::default(),
             flow_mark: Vec::new(),
-            link_mark: vec![0; n],
             epoch: 0,
             comp_flows: Vec::new(),
             comp_links: Vec::new(),
             rates: Vec::new(),
-            fixed: vec![0.0; n],
-            residual: vec![0.0; n],
-            load: vec![0.0; n],
-            since: vec![Nanos(0); n],
             stats: LinkStats::new(n),
             solves: 0,
             solved_flows: 0,
@@ -173,11 +187,11 @@ impl FlowEngine {
     }
 
     fn account(&mut self, l: usize) {
-        let dt = self.now.0 - self.since[l].0;
-        if dt > 0 && self.load[l] > 0.0 {
-            self.stats.busy[l].0 += dt;
+        let dt = self.now.0 - self.link[l].since;
+        if dt > 0 && self.link[l].load > 0.0 {
+            self.link[l].busy += dt;
         }
-        self.since[l] = self.now;
+        self.link[l].since = self.now.0;
     }
 
     /// Takes `f` off its links: its bytes are credited, its load goes, and the links are
@@ -190,14 +204,14 @@ impl FlowEngine {
             let l = l as usize;
             self.account(l);
             if rate.is_finite() {
-                self.load[l] = (self.load[l] - w * rate).max(0.0);
+                self.link[l].load = (self.link[l].load - w * rate).max(0.0);
             }
             if let Some(pos) = self.link_flows[l].iter().position(|&x| x == f) {
                 self.link_flows[l].swap_remove(pos);
-                self.link_weight[l] = if self.link_flows[l].is_empty() {
+                self.link[l].weight = if self.link_flows[l].is_empty() {
                     0.0
                 } else {
-                    self.link_weight[l] - w
+                    self.link[l].weight - w
                 };
             }
             self.dirty_links.push(l as u32);
@@ -208,7 +222,7 @@ impl FlowEngine {
         for i in 0..self.flows[f as usize].links.len() {
             let (l, w) = self.flows[f as usize].links[i];
             self.link_flows[l as usize].push(f);
-            self.link_weight[l as usize] += w;
+            self.link[l as usize].weight += w;
         }
         self.dirty_flows.push(f);
     }
@@ -222,7 +236,7 @@ impl FlowEngine {
         let flow = &self.flows[f as usize];
         flow.links
             .iter()
-            .map(|&(l, _)| self.capacity[l as usize] / self.link_weight[l as usize].max(1e-12))
+            .map(|&(l, _)| self.link[l as usize].capacity / self.link[l as usize].weight.max(1e-12))
             .fold(flow.cap, f64::min)
     }
 
@@ -235,13 +249,13 @@ impl FlowEngine {
         let solo = flow
             .links
             .iter()
-            .map(|&(l, w)| self.capacity[l as usize] / w)
+            .map(|&(l, w)| self.link[l as usize].capacity / w)
             .fold(flow.cap, f64::min);
         if !(solo.is_finite() && solo > 0.0) {
             return false;
         }
         let fits = flow.links.iter().all(|&(l, w)| {
-            self.load[l as usize] + w * solo <= self.capacity[l as usize] * (1.0 + 1e-12)
+            self.link[l as usize].load + w * solo <= self.link[l as usize].capacity * (1.0 + 1e-12)
         });
         if !fits {
             return false;
@@ -249,10 +263,9 @@ impl FlowEngine {
         for i in 0..self.flows[f as usize].links.len() {
             let (l, w) = self.flows[f as usize].links[i];
             self.account(l as usize);
-            self.load[l as usize] += w * solo;
-            let util = self.load[l as usize] / self.capacity[l as usize];
-            self.stats.peak_utilization[l as usize] =
-                self.stats.peak_utilization[l as usize].max(util);
+            self.link[l as usize].load += w * solo;
+            let util = self.link[l as usize].load / self.link[l as usize].capacity;
+            self.link[l as usize].peak = self.link[l as usize].peak.max(util);
         }
         let now = self.now.0;
         self.rate[f as usize] = solo;
@@ -278,7 +291,7 @@ impl FlowEngine {
         self.epoch = self.epoch.wrapping_add(1);
         if self.epoch == 0 {
             self.flow_mark.iter_mut().for_each(|m| *m = 0);
-            self.link_mark.iter_mut().for_each(|m| *m = 0);
+            self.link.iter_mut().for_each(|l| l.mark = 0);
             self.epoch = 1;
         }
         self.flow_mark.resize(self.flows.len(), 0);
@@ -294,8 +307,8 @@ impl FlowEngine {
             }
         }
         for &l in &dirty_links {
-            if self.link_mark[l as usize] != epoch {
-                self.link_mark[l as usize] = epoch;
+            if self.link[l as usize].mark != epoch {
+                self.link[l as usize].mark = epoch;
                 self.comp_links.push(l);
             }
         }
@@ -326,8 +339,8 @@ impl FlowEngine {
                 let f = self.comp_flows[fi] as usize;
                 fi += 1;
                 for &(l, _) in &self.flows[f].links {
-                    if self.link_mark[l as usize] != epoch {
-                        self.link_mark[l as usize] = epoch;
+                    if self.link[l as usize].mark != epoch {
+                        self.link[l as usize].mark = epoch;
                         self.comp_links.push(l);
                     }
                 }
@@ -352,24 +365,25 @@ impl FlowEngine {
         self.solved_flows += self.comp_flows.len() as u64;
         // What the flows left out keep on each link, and the capacity left for the rest.
         for &l in &self.comp_links {
-            self.fixed[l as usize] = self.load[l as usize];
+            self.link[l as usize].fixed = self.link[l as usize].load;
         }
         for &f in &self.comp_flows {
             let (flow, rate) = (&self.flows[f as usize], self.rate[f as usize]);
             if rate.is_finite() {
                 for &(l, w) in &flow.links {
-                    self.fixed[l as usize] -= w * rate;
+                    self.link[l as usize].fixed -= w * rate;
                 }
             }
         }
         for &l in &self.comp_links {
             let l = l as usize;
-            self.fixed[l] = self.fixed[l].max(0.0);
-            self.residual[l] = (self.capacity[l] - self.fixed[l]).max(0.0);
+            self.link[l].fixed = self.link[l].fixed.max(0.0);
         }
-        let (flows, comp) = (&self.flows, &self.comp_flows);
+        let (flows, comp, link) = (&self.flows, &self.comp_flows, &self.link);
+        // What the flows left out leave of each link's capacity.
         self.solver.solve_with(
-            &self.residual,
+            link.len(),
+            |l| (link[l as usize].capacity - link[l as usize].fixed).max(0.0),
             comp.len(),
             |i| Demand {
                 links: &flows[comp[i] as usize].links,
@@ -380,7 +394,7 @@ impl FlowEngine {
         for i in 0..self.comp_links.len() {
             let l = self.comp_links[i] as usize;
             self.account(l);
-            self.load[l] = self.fixed[l];
+            self.link[l].load = self.link[l].fixed;
         }
         for (i, &f) in self.comp_flows.iter().enumerate() {
             let rate = self.rates[i];
@@ -388,7 +402,7 @@ impl FlowEngine {
             let flow = &mut self.flows[f as usize];
             flow.version = flow.version.wrapping_add(1);
             for &(l, w) in &flow.links {
-                self.load[l as usize] += w * rate;
+                self.link[l as usize].load += w * rate;
             }
             if rate > 0.0 {
                 let secs = flow.remaining / rate;
@@ -398,13 +412,13 @@ impl FlowEngine {
         }
         for i in 0..self.comp_links.len() {
             let l = self.comp_links[i] as usize;
-            let util = if self.capacity[l] > 0.0 {
-                self.load[l] / self.capacity[l]
+            let util = if self.link[l].capacity > 0.0 {
+                self.link[l].load / self.link[l].capacity
             } else {
                 0.0
             };
             debug_assert!(util <= 1.0 + 1e-6, "link {l} over capacity: {util}");
-            self.stats.peak_utilization[l] = self.stats.peak_utilization[l].max(util);
+            self.link[l].peak = self.link[l].peak.max(util);
         }
         dirty_flows.clear();
         dirty_links.clear();
@@ -467,7 +481,7 @@ impl Engine for FlowEngine {
     }
 
     fn set_link_capacity(&mut self, link: LinkId, capacity: Bandwidth) {
-        self.capacity[link.index()] = capacity.0 as f64;
+        self.link[link.index()].capacity = capacity.0 as f64;
         self.dirty_links.push(link.0);
         self.structural = true;
     }
@@ -552,8 +566,10 @@ impl Engine for FlowEngine {
                 self.credit(f);
             }
         }
-        for l in 0..self.load.len() {
+        for l in 0..self.link.len() {
             self.account(l);
+            self.stats.busy[l] = Nanos(self.link[l].busy);
+            self.stats.peak_utilization[l] = self.link[l].peak;
         }
         self.stats.elapsed = self.now;
         &self.stats

@@ -79,19 +79,27 @@ impl Solver {
     /// Max-min fair rates for `demands` over links of `capacity` (indexed by the link numbers
     /// the demands use). Writes one rate per demand into `rates`.
     pub fn solve(&mut self, capacity: &[f64], demands: &[Demand<'_>], rates: &mut Vec<f64>) {
-        self.solve_with(capacity, demands.len(), |f| demands[f], rates);
+        self.solve_with(
+            capacity.len(),
+            |l| capacity[l as usize],
+            demands.len(),
+            |f| demands[f],
+            rates,
+        );
     }
 
-    /// [`Self::solve`] for `n` demands given by `demand(i)`, so a caller need not collect them.
+    /// [`Self::solve`] over `links` links of capacity `capacity(link)`, for `n` demands given
+    /// by `demand(i)`, so a caller need not collect either.
     pub fn solve_with<'a>(
         &mut self,
-        capacity: &[f64],
+        links: usize,
+        capacity: impl Fn(u32) -> f64,
         n: usize,
         demand: impl Fn(usize) -> Demand<'a>,
         rates: &mut Vec<f64>,
     ) {
-        if self.local.len() < capacity.len() {
-            self.local.resize(capacity.len(), NONE);
+        if self.local.len() < links {
+            self.local.resize(links, NONE);
         }
         rates.clear();
         rates.resize(n, f64::NAN);
@@ -137,7 +145,7 @@ impl Solver {
             *first = 0;
         }
         for k in 0..self.links.len() {
-            events.push(Event::new(self.level_of(k, capacity), self.links[k], 0));
+            events.push(Event::new(self.level_of(k, &capacity), self.links[k], 0));
         }
         self.heap = BinaryHeap::from(events);
         let mut level = 0.0f64;
@@ -154,7 +162,7 @@ impl Solver {
             if self.weight[k] <= 0.0 {
                 continue;
             }
-            let current = self.level_of(k, capacity);
+            let current = self.level_of(k, &capacity);
             if current > ev.level() {
                 // Flows froze on the link since it was keyed: its level rose (module docs).
                 self.heap.push(Event::new(current, ev.what(), 0));
@@ -197,8 +205,8 @@ impl Solver {
     }
 
     /// The level at which local link `k` saturates if every unfrozen flow on it rises together.
-    fn level_of(&self, k: usize, capacity: &[f64]) -> f64 {
-        ((capacity[self.links[k] as usize] - self.frozen_load[k]) / self.weight[k]).max(0.0)
+    fn level_of(&self, k: usize, capacity: &impl Fn(u32) -> f64) -> f64 {
+        ((capacity(self.links[k]) - self.frozen_load[k]) / self.weight[k]).max(0.0)
     }
 }
 
