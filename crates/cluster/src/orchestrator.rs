@@ -22,9 +22,12 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
+use std::sync::Arc;
 
 use fabricsim_collectives::tuner::{choose, predict, Bandwidths};
-use fabricsim_collectives::{plan, Collective, ExecError, Execution, Ranks, Request, Transport};
+use fabricsim_collectives::{
+    plan, Collective, ExecError, Execution, Ranks, Request, Schedule, Transport,
+};
 use fabricsim_netsim::{Engine, FlowEngine, FlowId, Network, NetworkError};
 use fabricsim_routing::key::mix;
 use fabricsim_routing::FlowKey;
@@ -169,12 +172,19 @@ struct GroupState {
     /// Instances by sequence number: arrived members.
     pending: BTreeMap<u32, u32>,
     ranks: Option<Ranks>,
-    /// Per (operation, size) the group has run: the algorithm, protocol and closed-form time
-    /// chosen the first time (the same inputs give the same choice).
-    memo: Vec<(Memo, Option<Choice>)>,
+    /// Per (operation, size) the group has run: what was chosen and planned the first time.
+    memo: Vec<Memo>,
 }
 
-type Memo = (Collective, u64);
+/// What a group's collective of one operation and size was given the first time; the same
+/// inputs give the same choice and the same plan, so later instances reuse them.
+struct Memo {
+    op: Collective,
+    bytes: u64,
+    choice: Option<Choice>,
+    schedule: Option<Arc<Schedule>>,
+}
+
 type Choice = (
     fabricsim_collectives::Algorithm,
     fabricsim_collectives::Protocol,
@@ -183,10 +193,15 @@ type Choice = (
 
 /// The index of `(op, bytes)` in the group's memo, added if new.
 fn gs_memo_index(gs: &mut GroupState, op: Collective, bytes: u64) -> usize {
-    match gs.memo.iter().position(|(m, _)| *m == (op, bytes)) {
+    match gs.memo.iter().position(|m| (m.op, m.bytes) == (op, bytes)) {
         Some(i) => i,
         None => {
-            gs.memo.push(((op, bytes), None));
+            gs.memo.push(Memo {
+                op,
+                bytes,
+                choice: None,
+                schedule: None,
+            });
             gs.memo.len() - 1
         }
     }
@@ -436,7 +451,9 @@ pub struct Orchestrator<'t> {
 }
 
 impl<'t> Orchestrator<'t> {
-    pub fn new(net: Network<'t, FlowEngine>, jobs: Vec<JobSpec>, options: RunOptions) -> Self {
+    pub fn new(mut net: Network<'t, FlowEngine>, jobs: Vec<JobSpec>, options: RunOptions) -> Self {
+        // A job's collectives and transfers reuse the same connections all iteration long.
+        net.memoize_routes();
         let topo = net.topology();
         let jobs = jobs
             .into_iter()
@@ -914,7 +931,7 @@ impl<'t> Orchestrator<'t> {
         }
         let comm = self.jobs[j as usize].spec.comm;
         let g = self.instances[i as usize].group;
-        let cached = self.jobs[j as usize].groups[g as usize].memo[memo].1;
+        let cached = self.jobs[j as usize].groups[g as usize].memo[memo].choice;
         let (algorithm, protocol, closed_ns) = match cached {
             Some(c) => c,
             None => {
@@ -934,7 +951,7 @@ impl<'t> Orchestrator<'t> {
                     (predict(op, bytes, ranks, bw, algorithm, protocol) * 1e3).round() as u64
                 });
                 let c = (algorithm, protocol, closed);
-                self.jobs[j as usize].groups[g as usize].memo[memo].1 = Some(c);
+                self.jobs[j as usize].groups[g as usize].memo[memo].choice = Some(c);
                 c
             }
         };
@@ -952,10 +969,17 @@ impl<'t> Orchestrator<'t> {
             fidelity: comm.fidelity,
             sizes: None,
         };
-        let sched = plan(&req).map_err(|error| RunError::Plan {
-            job: self.job_err(j),
-            error,
-        })?;
+        let sched = match &self.jobs[j as usize].groups[g as usize].memo[memo].schedule {
+            Some(s) => Arc::clone(s),
+            None => {
+                let s = Arc::new(plan(&req).map_err(|error| RunError::Plan {
+                    job: self.job_err(j),
+                    error,
+                })?);
+                self.jobs[j as usize].groups[g as usize].memo[memo].schedule = Some(Arc::clone(&s));
+                s
+            }
+        };
         let transport = Transport {
             protocol,
             qps: comm.qps,

@@ -21,6 +21,7 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
+use std::sync::Arc;
 
 use fabricsim_netsim::{Engine, FlowId, Leg, Network, NetworkError, Strand};
 use fabricsim_routing::key::mix;
@@ -123,7 +124,7 @@ enum State {
 
 /// One collective in flight on a network.
 pub struct Execution {
-    sched: Schedule,
+    sched: Arc<Schedule>,
     ranks: Ranks,
     transport: Transport,
     tree_like: bool,
@@ -141,7 +142,7 @@ impl Execution {
     /// to submit its first flows.
     pub fn new(
         topo: &Topology,
-        sched: Schedule,
+        sched: Arc<Schedule>,
         req: &Request<'_>,
         transport: Transport,
         now: Nanos,
@@ -591,7 +592,7 @@ pub fn run<E: Engine>(
     transport: Transport,
 ) -> Result<Outcome, ExecError> {
     let now = net.engine().now();
-    let mut x = Execution::new(net.topology(), sched.clone(), req, transport, now);
+    let mut x = Execution::new(net.topology(), Arc::new(sched.clone()), req, transport, now);
     let mut submitted = Vec::new();
     // Owners of this run's flows, by flow id from the first.
     let mut owner: Vec<u32> = Vec::new();

@@ -11,6 +11,8 @@
 //! leaves its sources: its latency is returned to the caller, who adds it (a collective adds
 //! per-step latencies of its own).
 
+use std::collections::HashMap;
+
 use fabricsim_routing::{FlowKey, LinkCondition, LinkState, RouteError, Router};
 use fabricsim_topology::{Bandwidth, LinkId, Nanos, Topology};
 
@@ -51,6 +53,14 @@ pub struct Network<'t, E: Engine> {
     routes: Vec<Vec<(LinkId, f64)>>,
     done: Vec<bool>,
     stalled: Vec<(FlowId, RouteError)>,
+    memo: Option<RouteMemo>,
+}
+
+/// Routes by flow key, valid for one version of the link state: a routing policy is a function
+/// of the link state and the key, so the same key routes the same way until a link changes.
+struct RouteMemo {
+    version: u64,
+    routes: HashMap<FlowKey, (Vec<(LinkId, f64)>, Nanos)>,
 }
 
 impl<'t, E: Engine> Network<'t, E> {
@@ -64,7 +74,45 @@ impl<'t, E: Engine> Network<'t, E> {
             routes: Vec::new(),
             done: Vec::new(),
             stalled: Vec::new(),
+            memo: None,
         }
+    }
+
+    /// Remembers each flow key's route until the link state changes, for callers that route
+    /// the same keys again and again (a training job's collectives and pipeline transfers).
+    /// The memory grows with the number of distinct keys, so one-off flows should not use it.
+    pub fn memoize_routes(&mut self) {
+        self.memo.get_or_insert_with(|| RouteMemo {
+            version: self.state.version(),
+            routes: HashMap::new(),
+        });
+    }
+
+    /// Appends the links of `key`'s route to `links`, each carrying `weight` times its share;
+    /// returns the route's latency.
+    fn append_route(
+        &mut self,
+        key: &FlowKey,
+        weight: f64,
+        links: &mut Vec<(LinkId, f64)>,
+    ) -> Result<Nanos, RouteError> {
+        if let Some(memo) = &mut self.memo {
+            if memo.version != self.state.version() {
+                memo.routes.clear();
+                memo.version = self.state.version();
+            }
+            if let Some((route, latency)) = memo.routes.get(key) {
+                links.extend(route.iter().map(|&(l, w)| (l, w * weight)));
+                return Ok(*latency);
+            }
+        }
+        let route = self.router.route(&self.state, key)?;
+        let incidence = route.incidence();
+        links.extend(incidence.iter().map(|&(l, w)| (l, w * weight)));
+        if let Some(memo) = &mut self.memo {
+            memo.routes.insert(*key, (incidence, route.latency()));
+        }
+        Ok(route.latency())
     }
 
     pub fn engine(&mut self) -> &mut E {
@@ -86,13 +134,13 @@ impl<'t, E: Engine> Network<'t, E> {
         bytes: u64,
         cap: Option<Bandwidth>,
     ) -> Result<FlowId, NetworkError> {
-        let route = self.router.route(&self.state, &key)?;
-        let links = route.incidence();
+        let mut links = Vec::new();
+        let latency = self.append_route(&key, 1.0, &mut links)?;
         let id = self.engine.submit(FlowSpec {
             links: links.clone(),
             bytes,
             cap,
-            latency: route.latency(),
+            latency,
         });
         self.recipes.push(Recipe::Key(key));
         self.routes.push(links);
@@ -137,14 +185,7 @@ impl<'t, E: Engine> Network<'t, E> {
         for leg in &strand.legs {
             match leg {
                 Leg::Routed(key) => {
-                    let route = self.router.route(&self.state, key)?;
-                    latency += route.latency().0;
-                    links.extend(
-                        route
-                            .incidence()
-                            .into_iter()
-                            .map(|(l, w)| (l, w * strand.weight)),
-                    );
+                    latency += self.append_route(key, strand.weight, links)?.0;
                 }
                 Leg::Link(l) => {
                     latency += self.topo.link(*l).latency.0;

@@ -129,6 +129,36 @@ fn flows_sharing_a_link_split_it() {
     );
 }
 
+/// A memoized route is the route: the same key routes as without the memo, and once the link
+/// it took goes down the memo is forgotten and the key routes around it.
+#[test]
+fn memoized_routes_follow_the_link_state() {
+    let topo = build("meta-ai-zone", &[("racks", "2")]);
+    let key = FlowKey::connection(id(&topo, "host0/gpu0"), id(&topo, "host2/gpu0"), 7, 3);
+    let router = || Router::new(&topo, Policy::Ecmp, HashConfig::default());
+    let mut plain = Network::new(&topo, router(), FlowEngine::new(&topo));
+    let mut memo = Network::new(&topo, router(), FlowEngine::new(&topo));
+    memo.memoize_routes();
+    let first = memo.submit(key, GIB, None).unwrap();
+    let again = memo.submit(key, GIB, None).unwrap();
+    let reference = plain.submit(key, GIB, None).unwrap();
+    assert_eq!(memo.route_of(first), plain.route_of(reference));
+    assert_eq!(memo.route_of(again), memo.route_of(first));
+    // Take down the uplink the key took out of rack 0.
+    let rtsw = id(&topo, "zone0/rack0/rtsw");
+    let (uplink, _) = *memo
+        .route_of(first)
+        .iter()
+        .find(|&&(l, _)| topo.link(l).src == rtsw)
+        .unwrap();
+    memo.set_cable(uplink, LinkCondition::Down);
+    plain.set_cable(uplink, LinkCondition::Down);
+    let after = memo.submit(key, GIB, None).unwrap();
+    let reference = plain.submit(key, GIB, None).unwrap();
+    assert!(memo.route_of(after).iter().all(|&(l, _)| l != uplink));
+    assert_eq!(memo.route_of(after), plain.route_of(reference));
+}
+
 #[test]
 fn an_uplink_failure_mid_transfer_costs_what_the_lost_capacity_implies() {
     // Spray: 16 flows share rack 0's 16 uplinks evenly, each at the NIC rate. Halfway, one
