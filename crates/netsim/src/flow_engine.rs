@@ -66,14 +66,21 @@ struct Link {
     mark: u32,
 }
 
+#[derive(Clone, Copy)]
+struct FlowHot {
+    rate: f64,
+    mark: u32,
+}
+
 /// See the module docs.
 pub struct FlowEngine {
     now: Nanos,
     link: Vec<Link>,
     flows: Vec<Flow>,
-    /// Per flow: its rate (bytes/s). Kept apart from `flows`, dense, because the component
-    /// search reads the rate of every flow on every link it visits.
-    rate: Vec<f64>,
+    /// Per flow: its rate (bytes/s) and the epoch of the last component search that took it.
+    /// Kept apart from `flows`, together, because the search reads both for every flow on
+    /// every link it visits.
+    hot: Vec<FlowHot>,
     /// Per link, the active flows crossing it. Most links carry a handful, kept inline, so the
     /// component search reads a link's flows without a second cache miss.
     link_flows: Vec<SmallVec<[u32; 8]>>,
@@ -87,7 +94,6 @@ pub struct FlowEngine {
     arrivals: BinaryHeap<Reverse<(u64, u32)>>,
     solver: Solver,
     // Component search scratch, reused across solves (no allocation in steady state).
-    flow_mark: Vec<u32>,
     epoch: u32,
     comp_flows: Vec<u32>,
     comp_links: Vec<u32>,
@@ -117,7 +123,7 @@ impl FlowEngine {
                 })
                 .collect(),
             flows: Vec::new(),
-            rate: Vec::new(),
+            hot: Vec::new(),
             link_flows: vec![SmallVec::new(); n],
             dirty_flows: Vec::new(),
             dirty_links: Vec::new(),
@@ -126,7 +132,6 @@ impl FlowEngine {
             drains: BinaryHeap::new(),
             arrivals: BinaryHeap::new(),
             solver: Solver::default(),
-            flow_mark: Vec::new(),
             epoch: 0,
             comp_flows: Vec::new(),
             comp_links: Vec::new(),
@@ -161,7 +166,7 @@ impl FlowEngine {
     /// `credit`, once per path rather than once per rate change.
     fn settle(&mut self, f: u32) {
         let now = self.now;
-        let rate = self.rate[f as usize];
+        let rate = self.hot[f as usize].rate;
         let flow = &mut self.flows[f as usize];
         let sent = if rate.is_finite() {
             (rate * ns_to_s(now.0 - flow.updated.0)).min(flow.remaining)
@@ -198,7 +203,7 @@ impl FlowEngine {
     /// marked for a re-solve.
     fn detach(&mut self, f: u32) {
         self.credit(f);
-        let rate = self.rate[f as usize];
+        let rate = self.hot[f as usize].rate;
         for i in 0..self.flows[f as usize].links.len() {
             let (l, w) = self.flows[f as usize].links[i];
             let l = l as usize;
@@ -268,7 +273,7 @@ impl FlowEngine {
             self.link[l as usize].peak = self.link[l as usize].peak.max(util);
         }
         let now = self.now.0;
-        self.rate[f as usize] = solo;
+        self.hot[f as usize].rate = solo;
         let flow = &mut self.flows[f as usize];
         flow.version = flow.version.wrapping_add(1);
         let at = now + (flow.remaining / solo * 1e9).ceil() as u64;
@@ -290,19 +295,18 @@ impl FlowEngine {
         self.solves += 1;
         self.epoch = self.epoch.wrapping_add(1);
         if self.epoch == 0 {
-            self.flow_mark.iter_mut().for_each(|m| *m = 0);
+            self.hot.iter_mut().for_each(|h| h.mark = 0);
             self.link.iter_mut().for_each(|l| l.mark = 0);
             self.epoch = 1;
         }
-        self.flow_mark.resize(self.flows.len(), 0);
         let epoch = self.epoch;
         self.comp_flows.clear();
         self.comp_links.clear();
         let mut dirty_flows = std::mem::take(&mut self.dirty_flows);
         let mut dirty_links = std::mem::take(&mut self.dirty_links);
         for &f in &dirty_flows {
-            if self.flows[f as usize].active && self.flow_mark[f as usize] != epoch {
-                self.flow_mark[f as usize] = epoch;
+            if self.flows[f as usize].active && self.hot[f as usize].mark != epoch {
+                self.hot[f as usize].mark = epoch;
                 self.comp_flows.push(f);
             }
         }
@@ -329,8 +333,8 @@ impl FlowEngine {
                 let l = self.comp_links[li] as usize;
                 li += 1;
                 for &f in &self.link_flows[l] {
-                    if self.flow_mark[f as usize] != epoch && self.rate[f as usize] >= floor {
-                        self.flow_mark[f as usize] = epoch;
+                    if self.hot[f as usize].mark != epoch && self.hot[f as usize].rate >= floor {
+                        self.hot[f as usize].mark = epoch;
                         self.comp_flows.push(f);
                     }
                 }
@@ -368,7 +372,7 @@ impl FlowEngine {
             self.link[l as usize].fixed = self.link[l as usize].load;
         }
         for &f in &self.comp_flows {
-            let (flow, rate) = (&self.flows[f as usize], self.rate[f as usize]);
+            let (flow, rate) = (&self.flows[f as usize], self.hot[f as usize].rate);
             if rate.is_finite() {
                 for &(l, w) in &flow.links {
                     self.link[l as usize].fixed -= w * rate;
@@ -398,7 +402,7 @@ impl FlowEngine {
         }
         for (i, &f) in self.comp_flows.iter().enumerate() {
             let rate = self.rates[i];
-            self.rate[f as usize] = rate;
+            self.hot[f as usize].rate = rate;
             let flow = &mut self.flows[f as usize];
             flow.version = flow.version.wrapping_add(1);
             for &(l, w) in &flow.links {
@@ -459,7 +463,7 @@ impl Engine for FlowEngine {
         let id = self.flows.len() as u32;
         // A flow with nothing to send, or that crosses no link and has no cap, is done at once.
         let instant = spec.bytes == 0 || (spec.links.is_empty() && spec.cap.is_none());
-        self.rate.push(0.0);
+        self.hot.push(FlowHot { rate: 0.0, mark: 0 });
         self.flows.push(Flow {
             links: spec.links.iter().map(|&(l, w)| (l.0, w)).collect(),
             cap: spec.cap.map_or(f64::INFINITY, |c| c.0 as f64),
@@ -502,7 +506,7 @@ impl Engine for FlowEngine {
 
     fn rate(&mut self, flow: FlowId) -> Bandwidth {
         self.solve_dirty();
-        let r = self.rate[flow.0 as usize];
+        let r = self.hot[flow.0 as usize].rate;
         Bandwidth(if r.is_finite() { r as u64 } else { u64::MAX })
     }
 
@@ -543,13 +547,13 @@ impl Engine for FlowEngine {
                 let flow = &mut self.flows[f as usize];
                 // The drain time was rounded up to a whole ns, so everything has been sent.
                 debug_assert!(
-                    flow.remaining <= 1e-6 * (1.0 + self.rate[f as usize] * 1e-9),
+                    flow.remaining <= 1e-6 * (1.0 + self.hot[f as usize].rate * 1e-9),
                     "flow {f} drained with {} bytes left",
                     flow.remaining
                 );
                 flow.active = false;
                 let at = t.0 + flow.latency.0;
-                let rate = self.rate[f as usize];
+                let rate = self.hot[f as usize].rate;
                 self.arrivals.push(Reverse((at, f)));
                 self.detach(f);
                 self.drain_floor = self.drain_floor.min(rate);
