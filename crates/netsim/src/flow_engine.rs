@@ -12,7 +12,10 @@
 //! crossed saturated at `r` or above), so every flow slower than `r` keeps its rate. Only the flows at or above `r`
 //! reachable from the departed flows' links through such flows are re-solved, on the capacity
 //! the slower flows leave. In a congested fabric the fastest flows finish first, so most
-//! departures touch a handful of flows.
+//! departures touch a handful of flows. And only the links a departed flow *saturated* seed
+//! that search: a link below capacity bound no flow, so freeing more of it changes no rate;
+//! a rate that changes does so through a chain of saturated links from a freed one, and the
+//! search still follows every link of every flow it re-solves.
 //!
 //! Arrivals likewise: a new flow's final rate is at least `min over its links of C / W` (the
 //! capacity over the total weight crossing the link), and every flow slower than the new flow
@@ -199,8 +202,8 @@ impl FlowEngine {
         self.link[l].since = self.now.0;
     }
 
-    /// Takes `f` off its links: its bytes are credited, its load goes, and the links are
-    /// marked for a re-solve.
+    /// Takes `f` off its links: its bytes are credited, its load goes, and the links it
+    /// saturated are marked for a re-solve (see the module docs).
     fn detach(&mut self, f: u32) {
         self.credit(f);
         let rate = self.hot[f as usize].rate;
@@ -208,6 +211,7 @@ impl FlowEngine {
             let (l, w) = self.flows[f as usize].links[i];
             let l = l as usize;
             self.account(l);
+            let saturated = self.link[l].load >= self.link[l].capacity * (1.0 - 1e-9);
             if rate.is_finite() {
                 self.link[l].load = (self.link[l].load - w * rate).max(0.0);
             }
@@ -219,7 +223,9 @@ impl FlowEngine {
                     self.link[l].weight - w
                 };
             }
-            self.dirty_links.push(l as u32);
+            if saturated {
+                self.dirty_links.push(l as u32);
+            }
         }
     }
 
