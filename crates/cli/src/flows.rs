@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use fabricsim_netsim::flows_file::{read_flows_csv, simulate_flows, EngineKind};
+use fabricsim_netsim::flows_file::{read_flows_csv, simulate_flows, EngineKind, QpUse};
 use fabricsim_topology::figures::group;
 
 use crate::failure::{input, other, CmdResult};
@@ -22,12 +22,27 @@ pub struct FlowsArgs {
     flows: PathBuf,
     #[arg(long, value_enum, default_value_t = EngineArg::Flow)]
     engine: EngineArg,
+    /// QPs per connection: each flow's bytes split over them, or whole flows on successive
+    /// QPs (see --qp-mode). Only eecmp hashes the QP. Default: each flow on its `qp` column.
+    #[arg(long)]
+    qps: Option<u32>,
+    /// How a connection's flows use its QPs: split or round-robin.
+    #[arg(long, value_enum, default_value_t = QpModeArg::Split)]
+    qp_mode: QpModeArg,
     /// Write per-flow results (CSV) to this file.
     #[arg(short, long)]
     output: Option<PathBuf>,
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum QpModeArg {
+    /// Every flow split evenly over the QPs.
+    Split,
+    /// Whole flows on successive QPs.
+    RoundRobin,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -56,7 +71,17 @@ pub fn run(args: FlowsArgs) -> CmdResult {
         EngineArg::Flow => EngineKind::Flow,
         EngineArg::Analytical => EngineKind::Analytical,
     };
-    let outcome = simulate_flows(&topo, policy, args.routing.hash(), engine, &flows)
+    let qps = match (args.qps, args.qp_mode) {
+        (None, _) => QpUse::AsListed,
+        (Some(0), _) => {
+            return Err(input(anyhow::anyhow!(
+                "--qps: `0` is not a number of QPs (at least 1)"
+            )))
+        }
+        (Some(n), QpModeArg::Split) => QpUse::Split(n),
+        (Some(n), QpModeArg::RoundRobin) => QpUse::RoundRobin(n),
+    };
+    let outcome = simulate_flows(&topo, policy, args.routing.hash(), engine, qps, &flows)
         .map_err(|e| input(anyhow::anyhow!("{path}: {e}")))?;
 
     if let Some(out) = &args.output {

@@ -127,6 +127,89 @@ fn flows_simulates_a_csv_and_writes_per_flow_results() {
     assert_eq!(v["makespan_ns"], 21_474_837 + 2_200);
 }
 
+/// The makespan `fabricsim flows --json` reports for `csv` on two racks of a zone.
+fn makespan(csv: &std::path::Path, extra: &[&str]) -> u64 {
+    let o = fabricsim(
+        &[
+            &["flows", "--flows", csv.to_str().unwrap(), "--json"][..],
+            &["--preset", "meta-ai-zone", "--set", "racks=2"],
+            extra,
+        ]
+        .concat(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    v["makespan_ns"].as_u64().unwrap()
+}
+
+#[test]
+fn flows_spread_over_qps_gain_entropy_under_eecmp_only() {
+    // Rack 0's 16 GPUs each send 1 GiB to their peer in rack 1, over rack 0's 16 uplinks.
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("r2r.csv");
+    let mut text = String::from("src,dst,bytes,start\n");
+    for h in 0..2 {
+        for g in 0..8 {
+            text += &format!("host{h}/gpu{g},host{}/gpu{g},1GiB,0\n", h + 2);
+        }
+    }
+    std::fs::write(&csv, text).unwrap();
+    // ECMP hashes the 5-tuple only: the QPs change nothing.
+    let ecmp = makespan(&csv, &["--routing", "ecmp"]);
+    assert_eq!(makespan(&csv, &["--routing", "ecmp", "--qps", "16"]), ecmp);
+    // E-ECMP hashes the QP: 16 QPs per connection spread the load over the uplinks.
+    let one = makespan(&csv, &["--routing", "eecmp"]);
+    let sixteen = makespan(&csv, &["--routing", "eecmp", "--qps", "16"]);
+    let nic_bound = 21_474_837 + 2_200; // 1 GiB at 400G, plus the path latency
+    assert!(
+        sixteen < one && sixteen < ecmp,
+        "{sixteen} vs {one}, {ecmp}"
+    );
+    assert!(sixteen >= nic_bound, "{sixteen}");
+    let o = fabricsim(
+        &[
+            &["flows", "--flows", csv.to_str().unwrap(), "--qps", "0"][..],
+            &ZONE,
+        ]
+        .concat(),
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("--qps: `0` is not a number of QPs"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn flows_round_robin_puts_successive_messages_on_successive_qps() {
+    let dir = tempfile::tempdir().unwrap();
+    let (implicit, explicit) = (dir.path().join("a.csv"), dir.path().join("b.csv"));
+    let (mut a, mut b) = (
+        String::from("src,dst,bytes,start\n"),
+        String::from("src,dst,bytes,start,qp\n"),
+    );
+    for h in 0..2 {
+        for g in 0..8 {
+            for k in 0..4 {
+                let line = format!("host{h}/gpu{g},host{}/gpu{g},256MiB,{k}us", h + 2);
+                a += &format!("{line}\n");
+                b += &format!("{line},{}\n", k % 2);
+            }
+        }
+    }
+    std::fs::write(&implicit, a).unwrap();
+    std::fs::write(&explicit, b).unwrap();
+    let eecmp = ["--routing", "eecmp"];
+    assert_eq!(
+        makespan(
+            &implicit,
+            &[&eecmp[..], &["--qps", "2", "--qp-mode", "round-robin"]].concat()
+        ),
+        makespan(&explicit, &eecmp)
+    );
+}
+
 #[test]
 fn bad_routing_input_exits_2() {
     let dir = tempfile::tempdir().unwrap();

@@ -10,6 +10,11 @@
 //! `src` and `dst` are GPU names; `bytes` a size (`1GiB`, `4096`); `start` a time (`1.5us`; a
 //! bare integer is nanoseconds); `qp` the RoCE destination QP (default 0), which only E-ECMP
 //! hashes. The header line is required; `#` starts a comment line.
+//!
+//! [`QpUse`] spreads the flows of a list over several QPs per connection, as a RoCE NIC under
+//! E-ECMP does (`fabricsim flows --qps N --qp-mode split|round-robin`).
+
+use std::collections::HashMap;
 
 use fabricsim_routing::{FlowKey, HashConfig, Policy, Router};
 use fabricsim_topology::{Bytes, Nanos, NodeId, NodeKind, Topology};
@@ -120,6 +125,20 @@ pub enum EngineKind {
     Analytical,
 }
 
+/// How the flows of a list use the QPs of their connection (src, dst). Each QP has its own
+/// destination QP number, which only E-ECMP hashes; other policies route all QPs alike.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QpUse {
+    /// Each flow on the QP its line names.
+    AsListed,
+    /// Each flow split evenly over `n` QPs (the QP its line names and the `n - 1` after it);
+    /// it completes when its last part does.
+    Split(u32),
+    /// Whole flows on successive QPs: the `k`-th flow of a connection, in list order, on the
+    /// QP its line names plus `k mod n`.
+    RoundRobin(u32),
+}
+
 /// Each flow's completion time (index = position in the list), and the network-link
 /// utilizations over the makespan.
 #[derive(Clone, Debug, PartialEq)]
@@ -136,6 +155,7 @@ pub fn simulate_flows(
     policy: Policy,
     hash: HashConfig,
     engine: EngineKind,
+    qps: QpUse,
     flows: &[(usize, FlowRecord)],
 ) -> Result<FlowsOutcome, FlowsError> {
     match engine {
@@ -143,6 +163,7 @@ pub fn simulate_flows(
             Network::new(topo, Router::new(topo, policy, hash), FlowEngine::new(topo)),
             topo,
             hash.seed,
+            qps,
             flows,
         ),
         EngineKind::Analytical => run(
@@ -153,8 +174,29 @@ pub fn simulate_flows(
             ),
             topo,
             hash.seed,
+            qps,
             flows,
         ),
+    }
+}
+
+/// The QP of each flow and how many consecutive QPs its bytes are split over.
+fn qp_plan(qps: QpUse, flows: &[(usize, FlowRecord)]) -> Vec<(u32, u32)> {
+    match qps {
+        QpUse::AsListed => flows.iter().map(|(_, f)| (f.qp, 1)).collect(),
+        QpUse::Split(n) => flows.iter().map(|(_, f)| (f.qp, n.max(1))).collect(),
+        QpUse::RoundRobin(n) => {
+            let mut sent: HashMap<(NodeId, NodeId), u32> = HashMap::new();
+            flows
+                .iter()
+                .map(|(_, f)| {
+                    let k = sent.entry((f.src, f.dst)).or_insert(0);
+                    let qp = f.qp.wrapping_add(*k % n.max(1));
+                    *k += 1;
+                    (qp, 1)
+                })
+                .collect()
+        }
     }
 }
 
@@ -162,29 +204,54 @@ fn run<E: Engine>(
     mut net: Network<'_, E>,
     topo: &Topology,
     seed: u64,
+    qps: QpUse,
     flows: &[(usize, FlowRecord)],
 ) -> Result<FlowsOutcome, FlowsError> {
+    let plan = qp_plan(qps, flows);
     let mut order: Vec<usize> = (0..flows.len()).collect();
     order.sort_by_key(|&i| (flows[i].1.start, i));
-    let mut ids = vec![0u32; flows.len()];
+    // Per flow: its parts' engine ids, which are consecutive (first, count).
+    let mut ids = vec![(0u32, 0u32); flows.len()];
     let mut done: Vec<Completion> = Vec::new();
     for &i in &order {
         let (line, f) = &flows[i];
+        let (qp, parts) = plan[i];
         net.advance(f.start, &mut done);
-        let id = net
-            .submit(FlowKey::connection(f.src, f.dst, f.qp, seed), f.bytes, None)
-            .map_err(|e| FlowsError::Route {
-                line: *line,
-                message: e.to_string(),
-            })?;
-        ids[i] = id.0;
+        for p in 0..parts {
+            // Split evenly; the first `bytes mod parts` parts carry one byte more.
+            let bytes =
+                f.bytes / u64::from(parts) + u64::from(u64::from(p) < f.bytes % u64::from(parts));
+            let key = FlowKey::connection(f.src, f.dst, qp.wrapping_add(p), seed);
+            let id = net
+                .submit(key, bytes, None)
+                .map_err(|e| FlowsError::Route {
+                    line: *line,
+                    message: e.to_string(),
+                })?;
+            if p == 0 {
+                ids[i] = (id.0, parts);
+            }
+        }
     }
     net.run_to_end(&mut done);
-    let mut by_id = vec![Nanos(0); flows.len()];
+    let submitted = ids
+        .iter()
+        .map(|&(first, n)| (first + n) as usize)
+        .max()
+        .unwrap_or(0);
+    let mut by_id = vec![Nanos(0); submitted];
     for c in &done {
         by_id[c.flow.0 as usize] = c.at;
     }
-    let completions: Vec<Nanos> = ids.iter().map(|&id| by_id[id as usize]).collect();
+    let completions: Vec<Nanos> = ids
+        .iter()
+        .map(|&(first, n)| {
+            (first..first + n)
+                .map(|id| by_id[id as usize])
+                .max()
+                .unwrap_or(Nanos(0))
+        })
+        .collect();
     let makespan = completions.iter().copied().max().unwrap_or(Nanos(0));
     let stats = net.engine().link_stats().clone();
     let network_link = |l: fabricsim_topology::LinkId| {
