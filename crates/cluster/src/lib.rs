@@ -8,6 +8,7 @@
 
 pub mod job;
 pub mod orchestrator;
+mod p2p;
 pub mod placement;
 pub mod report;
 pub mod scenario;

@@ -21,7 +21,7 @@
 //! arrive, a receive without a send — stops the run with a diagnosis.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::sync::Arc;
 
 use fabricsim_collectives::tuner::{choose, predict, Bandwidths};
@@ -35,6 +35,7 @@ use fabricsim_topology::{Nanos, Topology};
 use fabricsim_workload::{ComputeModel, OpKind, Program};
 
 use crate::job::JobSpec;
+use crate::p2p::P2p;
 use crate::stats::{CollectiveKey, JobStats, Lane, Slice};
 
 #[derive(Debug, thiserror::Error)]
@@ -212,117 +213,12 @@ struct Transfer {
     /// The sending rank and op.
     src: (u32, u32),
     key: P2pKey,
-    /// The receiver's mailbox for the sender (`P2p::mailbox`), if it has one.
+    /// The receiver's mailbox for the sender ([`P2p::peer_mailbox`]), if it has one.
     mailbox: Option<usize>,
     /// The receive it was matched with, and since when: (op, time).
     recv: Option<(u32, u64)>,
     start: u64,
     bytes: u64,
-}
-
-/// Sends and receives of one (source, destination, tag), matched first come first served.
-#[derive(Default)]
-struct P2pSlot {
-    tag: u64,
-    /// Receives posted before their data was sent: (op, time).
-    recvs: VecDeque<(u32, u64)>,
-    /// Transfers under way that no receive has claimed yet.
-    inflight: VecDeque<u32>,
-    /// Data that arrived before its receive was posted (buffered), count.
-    arrived: u32,
-}
-
-impl P2pSlot {
-    fn is_empty(&self) -> bool {
-        self.recvs.is_empty() && self.inflight.is_empty() && self.arrived == 0
-    }
-}
-
-/// Point-to-point matching without a hash map: a *mailbox* per (receiver, sender) pair that
-/// the programs name holds the unmatched sends and receives between them, one entry per tag,
-/// removed once everything in it is matched (so it stays as small as what is in flight).
-struct P2p {
-    /// Per rank: where its peer slots start in `inbox` and `outbox`.
-    base: Vec<usize>,
-    /// Per (rank, peer slot): the mailbox where the rank receives from that peer.
-    inbox: Vec<usize>,
-    /// Per (rank, peer slot): the peer's mailbox for what this rank sends it, if the peer ever
-    /// receives from this rank.
-    outbox: Vec<Option<usize>>,
-    mailboxes: Vec<Vec<P2pSlot>>,
-    /// Per mailbox: (sender, receiver).
-    ends: Vec<(u32, u32)>,
-}
-
-impl P2p {
-    fn new(w: &fabricsim_workload::Workload) -> P2p {
-        let mut base = Vec::with_capacity(w.ranks.len());
-        let mut n = 0;
-        for b in &w.ranks {
-            base.push(n);
-            n += b.peers.len();
-        }
-        // Built once, before the run: (sender, receiver) -> mailbox, numbered in rank order.
-        let mut id: HashMap<(u32, u32), usize> = HashMap::new();
-        let mut ends = Vec::new();
-        let mut inbox = Vec::with_capacity(n);
-        for (r, b) in w.ranks.iter().enumerate() {
-            for &peer in &b.peers {
-                let m = *id.entry((peer, r as u32)).or_insert_with(|| {
-                    ends.push((peer, r as u32));
-                    ends.len() - 1
-                });
-                inbox.push(m);
-            }
-        }
-        let mut outbox = Vec::with_capacity(n);
-        for (r, b) in w.ranks.iter().enumerate() {
-            for &peer in &b.peers {
-                outbox.push(id.get(&(r as u32, peer)).copied());
-            }
-        }
-        P2p {
-            base,
-            inbox,
-            outbox,
-            mailboxes: (0..ends.len()).map(|_| Vec::new()).collect(),
-            ends,
-        }
-    }
-
-    /// The mailbox where rank `r` receives from its peer slot `slot`.
-    fn mailbox(&self, r: u32, slot: u16) -> usize {
-        self.inbox[self.base[r as usize] + usize::from(slot)]
-    }
-
-    /// The mailbox of the peer at rank `r`'s slot `slot` that receives from `r`.
-    fn peer_mailbox(&self, r: u32, slot: u16) -> Option<usize> {
-        self.outbox[self.base[r as usize] + usize::from(slot)]
-    }
-
-    /// The entry for `tag` in mailbox `m`, added if new.
-    fn slot(&mut self, m: usize, tag: u64) -> &mut P2pSlot {
-        let mailbox = &mut self.mailboxes[m];
-        let i = match mailbox.iter().position(|s| s.tag == tag) {
-            Some(i) => i,
-            None => {
-                mailbox.push(P2pSlot {
-                    tag,
-                    ..P2pSlot::default()
-                });
-                mailbox.len() - 1
-            }
-        };
-        &mut mailbox[i]
-    }
-
-    /// Drops mailbox `m`'s entry for `tag` if nothing is left in it.
-    fn tidy(&mut self, m: usize, tag: u64) {
-        let mailbox = &mut self.mailboxes[m];
-        if let Some(i) = mailbox.iter().position(|s| s.tag == tag && s.is_empty()) {
-            mailbox.swap_remove(i);
-        }
-    }
 }
 
 #[derive(Clone, Copy)]

@@ -1,0 +1,111 @@
+//! Point-to-point matching for the orchestrator: sends and receives meet by (source,
+//! destination, tag), first come first served, without a hash map in the event loop.
+
+use std::collections::{HashMap, VecDeque};
+
+use fabricsim_workload::Workload;
+
+/// Sends and receives of one (source, destination, tag), matched first come first served.
+#[derive(Default)]
+pub(crate) struct P2pSlot {
+    pub(crate) tag: u64,
+    /// Receives posted before their data was sent: (op, time).
+    pub(crate) recvs: VecDeque<(u32, u64)>,
+    /// Transfers under way that no receive has claimed yet.
+    pub(crate) inflight: VecDeque<u32>,
+    /// Data that arrived before its receive was posted (buffered), count.
+    pub(crate) arrived: u32,
+}
+
+impl P2pSlot {
+    fn is_empty(&self) -> bool {
+        self.recvs.is_empty() && self.inflight.is_empty() && self.arrived == 0
+    }
+}
+
+/// Point-to-point matching without a hash map: a *mailbox* per (receiver, sender) pair that
+/// the programs name holds the unmatched sends and receives between them, one entry per tag,
+/// removed once everything in it is matched (so it stays as small as what is in flight).
+pub(crate) struct P2p {
+    /// Per rank: where its peer slots start in `inbox` and `outbox`.
+    base: Vec<usize>,
+    /// Per (rank, peer slot): the mailbox where the rank receives from that peer.
+    inbox: Vec<usize>,
+    /// Per (rank, peer slot): the peer's mailbox for what this rank sends it, if the peer ever
+    /// receives from this rank.
+    outbox: Vec<Option<usize>>,
+    pub(crate) mailboxes: Vec<Vec<P2pSlot>>,
+    /// Per mailbox: (sender, receiver).
+    pub(crate) ends: Vec<(u32, u32)>,
+}
+
+impl P2p {
+    pub(crate) fn new(w: &Workload) -> P2p {
+        let mut base = Vec::with_capacity(w.ranks.len());
+        let mut n = 0;
+        for b in &w.ranks {
+            base.push(n);
+            n += b.peers.len();
+        }
+        // Built once, before the run: (sender, receiver) -> mailbox, numbered in rank order.
+        let mut id: HashMap<(u32, u32), usize> = HashMap::new();
+        let mut ends = Vec::new();
+        let mut inbox = Vec::with_capacity(n);
+        for (r, b) in w.ranks.iter().enumerate() {
+            for &peer in &b.peers {
+                let m = *id.entry((peer, r as u32)).or_insert_with(|| {
+                    ends.push((peer, r as u32));
+                    ends.len() - 1
+                });
+                inbox.push(m);
+            }
+        }
+        let mut outbox = Vec::with_capacity(n);
+        for (r, b) in w.ranks.iter().enumerate() {
+            for &peer in &b.peers {
+                outbox.push(id.get(&(r as u32, peer)).copied());
+            }
+        }
+        P2p {
+            base,
+            inbox,
+            outbox,
+            mailboxes: (0..ends.len()).map(|_| Vec::new()).collect(),
+            ends,
+        }
+    }
+
+    /// The mailbox where rank `r` receives from its peer slot `slot`.
+    pub(crate) fn mailbox(&self, r: u32, slot: u16) -> usize {
+        self.inbox[self.base[r as usize] + usize::from(slot)]
+    }
+
+    /// The mailbox of the peer at rank `r`'s slot `slot` that receives from `r`.
+    pub(crate) fn peer_mailbox(&self, r: u32, slot: u16) -> Option<usize> {
+        self.outbox[self.base[r as usize] + usize::from(slot)]
+    }
+
+    /// The entry for `tag` in mailbox `m`, added if new.
+    pub(crate) fn slot(&mut self, m: usize, tag: u64) -> &mut P2pSlot {
+        let mailbox = &mut self.mailboxes[m];
+        let i = match mailbox.iter().position(|s| s.tag == tag) {
+            Some(i) => i,
+            None => {
+                mailbox.push(P2pSlot {
+                    tag,
+                    ..P2pSlot::default()
+                });
+                mailbox.len() - 1
+            }
+        };
+        &mut mailbox[i]
+    }
+
+    /// Drops mailbox `m`'s entry for `tag` if nothing is left in it.
+    pub(crate) fn tidy(&mut self, m: usize, tag: u64) {
+        let mailbox = &mut self.mailboxes[m];
+        if let Some(i) = mailbox.iter().position(|s| s.tag == tag && s.is_empty()) {
+            mailbox.swap_remove(i);
+        }
+    }
+}
