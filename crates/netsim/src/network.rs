@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 
-use fabricsim_routing::{FlowKey, LinkCondition, LinkState, RouteError, Router};
+use fabricsim_routing::{FlowKey, LinkCondition, LinkState, Route, RouteError, Router};
 use fabricsim_topology::{Bandwidth, LinkId, Nanos, Topology};
 
 use crate::engine::{Completion, Engine, FlowId, FlowSpec};
@@ -80,7 +80,8 @@ impl<'t, E: Engine> Network<'t, E> {
 
     /// Remembers each flow key's route until the link state changes, for callers that route
     /// the same keys again and again (a training job's collectives and pipeline transfers).
-    /// The memory grows with the number of distinct keys, so one-off flows should not use it.
+    /// The memory grows with the number of distinct keys, so one-off flows should not use it;
+    /// spreads (spray) are not remembered.
     pub fn memoize_routes(&mut self) {
         self.memo.get_or_insert_with(|| RouteMemo {
             version: self.state.version(),
@@ -109,7 +110,9 @@ impl<'t, E: Engine> Network<'t, E> {
         let route = self.router.route(&self.state, key)?;
         let incidence = route.incidence();
         links.extend(incidence.iter().map(|&(l, w)| (l, w * weight)));
-        if let Some(memo) = &mut self.memo {
+        // Single paths only: a spread (spray) crosses hundreds of links, and memoizing one per
+        // key would cost more memory than the walk costs time.
+        if let (Some(memo), Route::Path { .. }) = (&mut self.memo, &route) {
             memo.routes.insert(*key, (incidence, route.latency()));
         }
         Ok(route.latency())
