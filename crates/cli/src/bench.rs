@@ -9,7 +9,8 @@ use fabricsim_collectives::placement::{place, Placement};
 use fabricsim_collectives::{
     Algorithm, Collective, Fidelity, Protocol, QpMode, Ranks, Transport, DEFAULT_CHUNK,
 };
-use fabricsim_routing::{cables_named, Policy};
+use fabricsim_routing::cables_named;
+use fabricsim_te::Routing;
 use fabricsim_topology::{Bytes, Topology};
 
 use crate::failure::{input, other, CmdResult, Failure};
@@ -81,12 +82,12 @@ pub struct BenchArgs {
     output: Option<PathBuf>,
 }
 
-fn bad(flag: &str, value: &str, expected: &str) -> Failure {
+pub(crate) fn bad(flag: &str, value: &str, expected: &str) -> Failure {
     input(anyhow!("--{flag}: `{value}` is not {expected}"))
 }
 
 /// nccl-tests sizes: a number with an optional binary suffix K, M, G or T; or any size unit.
-fn parse_size(flag: &str, s: &str) -> Result<u64, Failure> {
+pub(crate) fn parse_size(flag: &str, s: &str) -> Result<u64, Failure> {
     let t = s.trim();
     let (num, shift) = match t.chars().last() {
         Some('K' | 'k') => (&t[..t.len() - 1], 10),
@@ -115,7 +116,7 @@ struct Setup {
     bench: Bench,
     sizes: Vec<u64>,
     placement: Placement,
-    policies: Vec<Policy>,
+    policies: Vec<Routing>,
 }
 
 fn setup(args: &BenchArgs) -> Result<Setup, Failure> {
@@ -199,16 +200,16 @@ fn setup(args: &BenchArgs) -> Result<Setup, Failure> {
         down.extend(cables_named(&topo, name).map_err(|e| input(anyhow!("--down: {e}")))?);
     }
     let policies = if args.compare_routing.is_empty() {
-        vec![args.routing.policy()?]
+        vec![args.routing.routing()?]
     } else {
         args.compare_routing
             .iter()
             .map(|p| {
-                Policy::parse(p).ok_or_else(|| {
+                Routing::parse(p).ok_or_else(|| {
                     bad(
                         "compare-routing",
                         p,
-                        &format!("a list of {}", Policy::NAMES.join(", ")),
+                        &format!("a list of {}", Routing::expected()),
                     )
                 })
             })
@@ -227,7 +228,7 @@ fn setup(args: &BenchArgs) -> Result<Setup, Failure> {
             qp_mode,
             seed: args.routing.seed,
         },
-        policy: policies[0],
+        routing: policies[0],
         hash: args.routing.hash(),
         down,
     };
@@ -248,10 +249,10 @@ fn setup(args: &BenchArgs) -> Result<Setup, Failure> {
 
 pub fn run(args: BenchArgs) -> CmdResult {
     let s = setup(&args)?;
-    let mut results: Vec<(Policy, Vec<Row>)> = Vec::new();
-    for &policy in &s.policies {
+    let mut results: Vec<(Routing, Vec<Row>)> = Vec::new();
+    for &routing in &s.policies {
         let bench = Bench {
-            policy,
+            routing,
             ..s.bench.clone()
         };
         let mut rows = Vec::new();
@@ -260,7 +261,7 @@ pub fn run(args: BenchArgs) -> CmdResult {
                 run_size(&s.topo, &s.ranks, &bench, size).map_err(|e| input(anyhow!("{e}")))?,
             );
         }
-        results.push((policy, rows));
+        results.push((routing, rows));
     }
     let text = if args.json {
         json(&args, &s, &results).map_err(other)?
@@ -278,7 +279,7 @@ fn header(args: &BenchArgs, s: &Setup) -> String {
     let routing = if s.policies.len() > 1 {
         "compared".to_string()
     } else {
-        s.policies[0].name().to_string()
+        s.policies[0].name()
     };
     let mut h = format!(
         "# fabricsim bench: {} on {} GPUs ({} hosts, {} placement) of {}\n# routing {routing}, {} QP(s) per connection ({}), {} channels, {} fidelity, flow engine\n",
@@ -345,7 +346,7 @@ fn table(rows: &[Row]) -> String {
     out + &format!("# Avg bus bandwidth    : {avg:.3} GB/s\n")
 }
 
-fn side_by_side(results: &[(Policy, Vec<Row>)]) -> String {
+fn side_by_side(results: &[(Routing, Vec<Row>)]) -> String {
     let mut out = format!("#{:>12}", "size");
     for (p, _) in results {
         out += &format!(
@@ -374,7 +375,7 @@ fn side_by_side(results: &[(Policy, Vec<Row>)]) -> String {
     out
 }
 
-fn csv(results: &[(Policy, Vec<Row>)]) -> String {
+fn csv(results: &[(Routing, Vec<Row>)]) -> String {
     let mut out = String::from(
         "routing,size,count,type,redop,root,algorithm,protocol,tuned,time_us,algbw_gbps,busbw_gbps,busiest_tier,max_link_utilization,mean_link_utilization,flows\n",
     );
@@ -404,7 +405,11 @@ fn csv(results: &[(Policy, Vec<Row>)]) -> String {
     out
 }
 
-fn json(args: &BenchArgs, s: &Setup, results: &[(Policy, Vec<Row>)]) -> serde_json::Result<String> {
+fn json(
+    args: &BenchArgs,
+    s: &Setup,
+    results: &[(Routing, Vec<Row>)],
+) -> serde_json::Result<String> {
     let runs: Vec<_> = results
         .iter()
         .map(|(p, rows)| serde_json::json!({ "routing": p.name(), "results": rows }))

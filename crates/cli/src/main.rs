@@ -10,6 +10,7 @@ mod flows;
 mod output;
 mod route;
 mod run;
+mod te;
 mod topo;
 
 use std::process::ExitCode;
@@ -43,6 +44,9 @@ enum Command {
     Run(Box<run::RunArgs>),
     /// Replay a Chakra execution trace on a fabric.
     Replay(Box<run::ReplayArgs>),
+    /// Centralized traffic engineering: solve a traffic matrix, compare with ECMP.
+    #[command(subcommand)]
+    Te(te::TeCommand),
 }
 
 fn main() -> ExitCode {
@@ -61,6 +65,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(*args),
         Command::Run(args) => run::run(*args),
         Command::Replay(args) => run::replay(*args),
+        Command::Te(cmd) => te::run(cmd),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -3,6 +3,7 @@
 use clap::{Args, Subcommand};
 use fabricsim_routing::balance::{group_loads, link_loads, links_in_scope, pairs, Pattern};
 use fabricsim_routing::{FlowKey, HashConfig, LinkState, Policy, Route, Router};
+use fabricsim_te::Routing;
 use fabricsim_topology::{LinkId, NodeId, Topology};
 
 use crate::failure::{input, other, CmdResult, Failure};
@@ -54,7 +55,7 @@ pub enum RouteCommand {
 /// The routing policy and its hash seeds.
 #[derive(Args)]
 pub struct RoutingArgs {
-    /// ecmp, eecmp, pin or spray.
+    /// ecmp, eecmp, pin or spray (bench and run also take te, te:lp, te:mwu).
     #[arg(long, default_value = "ecmp")]
     pub routing: String,
     /// Seed of the switches' hash functions and of random patterns.
@@ -66,15 +67,32 @@ pub struct RoutingArgs {
 }
 
 impl RoutingArgs {
+    /// A hashed policy (commands that route flows one by one, with no traffic matrix for TE).
     pub fn policy(&self) -> Result<Policy, Failure> {
         Policy::parse(&self.routing).ok_or_else(|| {
             input(anyhow::anyhow!(
-                "unknown routing policy `{}`; expected one of {}",
+                "unknown routing policy `{}`; expected one of {}{}",
                 self.routing,
-                Policy::NAMES.join(", ")
+                Policy::NAMES.join(", "),
+                if self.routing.starts_with("te") {
+                    " (te needs a traffic matrix: see `fabricsim te solve`, `bench` and `run`)"
+                } else {
+                    ""
+                }
             ))
         })
     }
+    /// A hashed policy or centralized TE (`te`, `te:SOLVER`).
+    pub fn routing(&self) -> Result<Routing, Failure> {
+        Routing::parse(&self.routing).ok_or_else(|| {
+            input(anyhow::anyhow!(
+                "unknown routing `{}`; expected {}",
+                self.routing,
+                Routing::expected()
+            ))
+        })
+    }
+
     pub fn hash(&self) -> HashConfig {
         HashConfig {
             seed: self.seed,

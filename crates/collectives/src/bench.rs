@@ -14,7 +14,10 @@
 use fabricsim_netsim::{Engine, FlowEngine, Network};
 use fabricsim_routing::balance::{group_loads, links_in_scope};
 use fabricsim_routing::key::mix;
-use fabricsim_routing::{HashConfig, LinkCondition, LinkState, Policy, RouteError, Router};
+use fabricsim_routing::{HashConfig, LinkCondition, LinkState, RouteError, Router};
+use fabricsim_te::{
+    Instance, InstanceError, PathTable, Routing, SolveError, TePolicy, TrafficMatrix,
+};
 use fabricsim_topology::{LinkId, NodeId, Topology};
 
 use crate::algo::{plan, Algorithm, Fidelity, Request};
@@ -40,7 +43,10 @@ pub struct Bench {
     pub chunk: u64,
     pub fidelity: Fidelity,
     pub transport: Transport,
-    pub policy: Policy,
+    /// A hashed policy, or TE: a path table solved, before the run, from the traffic the
+    /// collective puts between GPUs of different hosts (the busiest GPU at line rate) over the
+    /// link state with the `down` cables down.
+    pub routing: Routing,
     pub hash: HashConfig,
     /// Cables down for the whole run.
     pub down: Vec<LinkId>,
@@ -81,6 +87,10 @@ pub enum BenchError {
     Exec(#[from] ExecError),
     #[error(transparent)]
     Route(#[from] RouteError),
+    #[error("TE: {0}")]
+    TeInstance(#[from] InstanceError),
+    #[error("TE: {0}")]
+    TeSolve(#[from] SolveError),
 }
 
 /// The sizes of a `-b`/`-e`/`-f` sweep: from `begin`, times `factor`, up to `end`.
@@ -129,13 +139,38 @@ pub fn alltoallv_sizes(size: u64, n: usize, seed: u64) -> Vec<u64> {
         .collect()
 }
 
-/// Benchmarks one size.
-pub fn run_size(
+/// A size's collective, planned.
+struct Planned {
+    size: u64,
+    algorithm: Algorithm,
+    protocol: Protocol,
+    tuned: bool,
+    sizes: Option<Vec<u64>>,
+    sched: Schedule,
+}
+
+impl Planned {
+    fn request<'a>(&'a self, bench: &Bench, ranks: &'a Ranks) -> Request<'a> {
+        Request {
+            op: bench.op,
+            bytes: self.size,
+            ranks,
+            algorithm: self.algorithm,
+            channels: bench.channels,
+            chunk: bench.chunk,
+            fidelity: bench.fidelity,
+            sizes: self.sizes.as_deref(),
+        }
+    }
+}
+
+/// Rounds `size`, chooses the algorithm and protocol the bench leaves open, and plans.
+fn plan_size(
     topo: &Topology,
     ranks: &Ranks,
     bench: &Bench,
     size: u64,
-) -> Result<Row, BenchError> {
+) -> Result<Planned, BenchError> {
     let op = bench.op;
     let size = round_size(op, size, ranks.len());
     let (algorithm, protocol, tuned) = match (bench.algorithm, bench.protocol) {
@@ -154,20 +189,82 @@ pub fn run_size(
     };
     let sizes = (op == Collective::AllToAllV)
         .then(|| alltoallv_sizes(size, ranks.len(), bench.transport.seed));
-    let req = Request {
-        op,
-        bytes: size,
-        ranks,
+    let mut planned = Planned {
+        size,
         algorithm,
-        channels: bench.channels,
-        chunk: bench.chunk,
-        fidelity: bench.fidelity,
-        sizes: sizes.as_deref(),
+        protocol,
+        tuned,
+        sizes,
+        sched: Schedule::default(),
     };
-    let sched = plan(&req)?;
+    planned.sched = plan(&planned.request(bench, ranks))?;
+    Ok(planned)
+}
+
+/// The bytes one size of the benchmark puts between GPUs of different hosts, per (source,
+/// destination) pair in pair order: the traffic matrix TE is solved for.
+pub fn traffic(
+    topo: &Topology,
+    ranks: &Ranks,
+    bench: &Bench,
+    size: u64,
+) -> Result<Vec<(NodeId, NodeId, u64)>, BenchError> {
+    Ok(network_traffic(
+        ranks,
+        &plan_size(topo, ranks, bench, size)?.sched,
+    ))
+}
+
+/// The router of a run: the hashed policy, or TE's table solved for `sched`'s traffic.
+fn router_for<'t>(
+    topo: &'t Topology,
+    ranks: &Ranks,
+    bench: &Bench,
+    sched: &Schedule,
+) -> Result<Router<'t>, BenchError> {
+    match bench.routing {
+        Routing::Hashed(policy) => Ok(Router::new(topo, policy, bench.hash)),
+        Routing::Te(solver) => {
+            let mut state = LinkState::new(topo);
+            for &l in &bench.down {
+                state.set_cable(l, LinkCondition::Down);
+            }
+            let tm = TrafficMatrix::from_bytes(topo, network_traffic(ranks, sched));
+            let table = if tm.demands.is_empty() {
+                PathTable::default()
+            } else {
+                let inst = Instance::new(topo, &state, &tm)?;
+                let sol = fabricsim_te::solve(&inst, solver, &Default::default())?;
+                PathTable::new(&inst, &sol)
+            };
+            Ok(Router::with_policy(
+                topo,
+                Box::new(TePolicy::new(table, bench.hash)),
+            ))
+        }
+    }
+}
+
+/// Benchmarks one size.
+pub fn run_size(
+    topo: &Topology,
+    ranks: &Ranks,
+    bench: &Bench,
+    size: u64,
+) -> Result<Row, BenchError> {
+    let op = bench.op;
+    let planned = plan_size(topo, ranks, bench, size)?;
+    let (size, algorithm, protocol, tuned) = (
+        planned.size,
+        planned.algorithm,
+        planned.protocol,
+        planned.tuned,
+    );
+    let sched = &planned.sched;
+    let req = planned.request(bench, ranks);
     let mut net = Network::new(
         topo,
-        Router::new(topo, bench.policy, bench.hash),
+        router_for(topo, ranks, bench, sched)?,
         FlowEngine::new(topo),
     );
     for &l in &bench.down {
@@ -175,7 +272,7 @@ pub fn run_size(
     }
     let outcome = run(
         &mut net,
-        &sched,
+        sched,
         &req,
         Transport {
             protocol,
@@ -223,9 +320,10 @@ pub fn run_size(
     })
 }
 
-/// The network (GPU) pairs of a schedule: who sends to whom across hosts.
-fn network_pairs(ranks: &Ranks, sched: &Schedule) -> Vec<(NodeId, NodeId)> {
-    let mut pairs: Vec<(NodeId, NodeId)> = sched
+/// The bytes a schedule puts between GPUs of different hosts, per (source, destination) pair
+/// in pair order. A PXN transfer leaves from its proxy's GPU; NVLS stays inside the host.
+pub fn network_traffic(ranks: &Ranks, sched: &Schedule) -> Vec<(NodeId, NodeId, u64)> {
+    let mut rows: Vec<(NodeId, NodeId, u64)> = sched
         .transfers
         .iter()
         .filter_map(|t| {
@@ -234,12 +332,18 @@ fn network_pairs(ranks: &Ranks, sched: &Schedule) -> Vec<(NodeId, NodeId)> {
                 Path::Via(p) => p,
                 Path::NvlsUp | Path::NvlsDown => return None,
             };
-            (!ranks.same_host(from, t.dst)).then(|| (ranks.gpu(from), ranks.gpu(t.dst)))
+            (!ranks.same_host(from, t.dst)).then(|| (ranks.gpu(from), ranks.gpu(t.dst), t.bytes))
         })
         .collect();
-    pairs.sort_unstable();
-    pairs.dedup();
-    pairs
+    rows.sort_unstable_by_key(|r| (r.0, r.1));
+    let mut merged: Vec<(NodeId, NodeId, u64)> = Vec::with_capacity(rows.len());
+    for r in rows {
+        match merged.last_mut() {
+            Some(m) if (m.0, m.1) == (r.0, r.1) => m.2 += r.2,
+            _ => merged.push(r),
+        }
+    }
+    merged
 }
 
 fn busiest(
@@ -249,7 +353,10 @@ fn busiest(
     sched: &Schedule,
     util: &[f64],
 ) -> Result<(String, f64, f64), RouteError> {
-    let pairs = network_pairs(ranks, sched);
+    let pairs: Vec<(NodeId, NodeId)> = network_traffic(ranks, sched)
+        .into_iter()
+        .map(|(s, d, _)| (s, d))
+        .collect();
     if pairs.is_empty() {
         return Ok(("nvlink".to_string(), 0.0, 0.0));
     }

@@ -8,6 +8,7 @@ use fabricsim_collectives::{
     DEFAULT_CHUNK,
 };
 use fabricsim_routing::{cables_named, HashConfig, Policy};
+use fabricsim_te::{Routing, Solver};
 use fabricsim_topology::{presets, Topology};
 
 fn zone() -> Topology {
@@ -21,7 +22,7 @@ fn ranks(topo: &Topology, n: usize, placement: Placement) -> Ranks {
 fn bench(
     op: Collective,
     algorithm: Algorithm,
-    policy: Policy,
+    routing: Routing,
     qps: u32,
     fidelity: Fidelity,
 ) -> Bench {
@@ -38,7 +39,7 @@ fn bench(
             qp_mode: QpMode::Split,
             seed: 0,
         },
-        policy,
+        routing,
         hash: HashConfig::default(),
         down: Vec::new(),
     }
@@ -67,7 +68,7 @@ fn uncongested_ring_all_reduce_matches_the_closed_form() {
             &bench(
                 Collective::AllReduce,
                 Algorithm::Ring,
-                Policy::Spray,
+                Routing::Hashed(Policy::Spray),
                 1,
                 fidelity,
             ),
@@ -230,7 +231,15 @@ fn step_and_pipelined_agree_where_nothing_is_congested() {
         (Collective::AllReduce, Algorithm::Tree, 0.15),
         (Collective::Broadcast, Algorithm::Ring, 0.15),
     ] {
-        let t = |f| run(&topo, &r, &bench(op, algo, Policy::Spray, 1, f), 64 << 20).time_us;
+        let t = |f| {
+            run(
+                &topo,
+                &r,
+                &bench(op, algo, Routing::Hashed(Policy::Spray), 1, f),
+                64 << 20,
+            )
+            .time_us
+        };
         let (p, s) = (t(Fidelity::Pipelined), t(Fidelity::Step));
         assert!(
             (p - s).abs() / s < tolerance,
@@ -262,36 +271,53 @@ fn the_routing_story_shows_in_the_numbers() {
             .collect();
         run(&topo, &r, &b, size).busbw_gbps
     };
-    let spray = busbw(Policy::Spray, 1, &[]);
-    let ecmp = busbw(Policy::Ecmp, 1, &[]);
-    let eecmp16 = busbw(Policy::EEcmp, 16, &[]);
+    let spray = busbw(Routing::Hashed(Policy::Spray), 1, &[]);
+    let ecmp = busbw(Routing::Hashed(Policy::Ecmp), 1, &[]);
+    let eecmp16 = busbw(Routing::Hashed(Policy::EEcmp), 16, &[]);
     assert!(ecmp < 0.8 * spray, "ecmp {ecmp} vs spray {spray}");
     assert!(
         eecmp16 > 0.95 * spray,
         "eecmp/16 {eecmp16} vs spray {spray}"
     );
-    assert!(busbw(Policy::EEcmp, 4, &[]) > busbw(Policy::EEcmp, 1, &[]));
+    assert!(
+        busbw(Routing::Hashed(Policy::EEcmp), 4, &[])
+            > busbw(Routing::Hashed(Policy::EEcmp), 1, &[])
+    );
     let down = [
         "zone0/rack1/rtsw--zone0/ctsw0",
         "zone0/rack1/rtsw--zone0/ctsw5",
     ];
-    let pin = busbw(Policy::Pin, 1, &[]);
+    let pin = busbw(Routing::Hashed(Policy::Pin), 1, &[]);
     assert!(
         (pin - spray).abs() < 1e-6 * spray,
         "full racks, no failure: pinning is perfect"
     );
-    assert!(busbw(Policy::Pin, 1, &down) < 0.8 * pin);
+    assert!(busbw(Routing::Hashed(Policy::Pin), 1, &down) < 0.8 * pin);
+    // Centralized TE places every ring edge on its own uplink: as good as spraying, and with
+    // two uplinks down it routes around them from its global view.
+    let te = busbw(Routing::Te(Solver::Cspf), 1, &[]);
+    let te_down = busbw(Routing::Te(Solver::Cspf), 1, &down);
+    assert!(
+        (te - spray).abs() < 1e-6 * spray,
+        "te {te} vs spray {spray}"
+    );
+    let spray_down = busbw(Routing::Hashed(Policy::Spray), 1, &down);
+    assert!(
+        te_down > 0.999 * spray_down,
+        "te {te_down} vs spray {spray_down}, uplinks down"
+    );
+    assert!(te_down > busbw(Routing::Hashed(Policy::Pin), 1, &down) / 0.8);
     // Ranks scattered one per host: every ring edge crosses the fabric and pinning collides.
     let scattered = ranks(&topo, 128, Placement::Random { seed: 3 });
     let mut b = bench(
         Collective::AllReduce,
         Algorithm::Ring,
-        Policy::Pin,
+        Routing::Hashed(Policy::Pin),
         1,
         Fidelity::Pipelined,
     );
     let pinned = run(&topo, &scattered, &b, GIB).busbw_gbps;
-    b.policy = Policy::Spray;
+    b.routing = Routing::Hashed(Policy::Spray);
     assert!(pinned < 0.8 * run(&topo, &scattered, &b, GIB).busbw_gbps);
 }
 
@@ -302,7 +328,7 @@ fn same_inputs_give_the_same_results() {
     let b = bench(
         Collective::AllToAllV,
         Algorithm::Pxn,
-        Policy::Ecmp,
+        Routing::Hashed(Policy::Ecmp),
         2,
         Fidelity::Step,
     );
@@ -343,7 +369,7 @@ fn the_tuner_picks_low_latency_protocols_for_small_messages() {
     let mut b = bench(
         Collective::AllReduce,
         Algorithm::Ring,
-        Policy::Spray,
+        Routing::Hashed(Policy::Spray),
         1,
         Fidelity::Pipelined,
     );

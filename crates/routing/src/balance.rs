@@ -138,9 +138,10 @@ pub fn links_in_scope(
     Ok(scope)
 }
 
-/// Groups the network links in `scope` by direction between tiers and summarises their loads.
-pub fn group_loads(topo: &Topology, load: &[f64], scope: &[bool]) -> Vec<GroupLoad> {
-    let mut groups: Vec<(String, Vec<f64>)> = Vec::new();
+/// The network links in `scope` grouped by direction between tiers (`rtsw->ctsw`), groups in
+/// order of their first link.
+pub fn link_groups(topo: &Topology, scope: &[bool]) -> Vec<(String, Vec<LinkId>)> {
+    let mut groups: Vec<(String, Vec<LinkId>)> = Vec::new();
     for l in topo.link_ids().filter(|l| scope[l.index()]) {
         let link = topo.link(l);
         let (Some(a), Some(b)) = (label(topo, link.src), label(topo, link.dst)) else {
@@ -148,13 +149,19 @@ pub fn group_loads(topo: &Topology, load: &[f64], scope: &[bool]) -> Vec<GroupLo
         };
         let name = format!("{a}->{b}");
         match groups.iter_mut().find(|(g, _)| *g == name) {
-            Some((_, v)) => v.push(load[l.index()]),
-            None => groups.push((name, vec![load[LinkId::index(l)]])),
+            Some((_, v)) => v.push(l),
+            None => groups.push((name, vec![l])),
         }
     }
     groups
+}
+
+/// Groups the network links in `scope` by direction between tiers and summarises their loads.
+pub fn group_loads(topo: &Topology, load: &[f64], scope: &[bool]) -> Vec<GroupLoad> {
+    link_groups(topo, scope)
         .into_iter()
-        .map(|(group, v)| {
+        .map(|(group, links)| {
+            let v: Vec<f64> = links.iter().map(|l| load[l.index()]).collect();
             let max = v.iter().copied().fold(0.0, f64::max);
             let mean = v.iter().sum::<f64>() / v.len() as f64;
             GroupLoad {

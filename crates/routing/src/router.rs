@@ -328,7 +328,8 @@ impl<'t> PathFinder<'t> {
         self.gpu_ordinal[gpu.index()]
     }
 
-    pub(crate) fn check_gpu(&self, n: NodeId) -> Result<(), RouteError> {
+    /// An error unless `n` is a GPU.
+    pub fn check_gpu(&self, n: NodeId) -> Result<(), RouteError> {
         if self.topo.kind(n) == NodeKind::Gpu {
             Ok(())
         } else {
@@ -425,12 +426,7 @@ impl<'t> PathFinder<'t> {
     }
 
     /// The NVLink path inside a host, if `src` and `dst` share an NVSwitch or a direct link.
-    pub(crate) fn nvlink_path(
-        &self,
-        state: &LinkState,
-        src: NodeId,
-        dst: NodeId,
-    ) -> Option<Vec<LinkId>> {
+    pub fn nvlink_path(&self, state: &LinkState, src: NodeId, dst: NodeId) -> Option<Vec<LinkId>> {
         let topo = self.topo;
         if topo.host_of(src) != topo.host_of(dst) {
             return None;
@@ -456,7 +452,8 @@ impl<'t> PathFinder<'t> {
         None
     }
 
-    pub(crate) fn latency_of(&self, links: &[LinkId]) -> Nanos {
+    /// The propagation latency of a path.
+    pub fn latency_of(&self, links: &[LinkId]) -> Nanos {
         Nanos(links.iter().map(|&l| self.topo.link(l).latency.0).sum())
     }
 
@@ -508,9 +505,11 @@ impl<'t> PathFinder<'t> {
         Ok(Route::Path { links, latency })
     }
 
-    /// Nodes of the DAG from `src`, in order of decreasing cost (a topological order), with
-    /// each node's next hops.
-    fn dag(
+    /// The equal-cost shortest-path DAG from `src` to `dst` over the links that are up: its
+    /// nodes in order of decreasing cost to `dst` (a topological order: `src` first, `dst`
+    /// last), each with its next hops in link-id order. Every walk from `src` along next hops
+    /// is one of the equal-cost paths. For GPUs of different NVLink domains.
+    pub fn shortest_path_dag(
         &mut self,
         state: &LinkState,
         src: NodeId,
@@ -549,7 +548,7 @@ impl<'t> PathFinder<'t> {
         src: NodeId,
         dst: NodeId,
     ) -> Result<Route, RouteError> {
-        let dag = self.dag(state, src, dst)?;
+        let dag = self.shortest_path_dag(state, src, dst)?;
         let index: HashMap<NodeId, usize> =
             dag.iter().enumerate().map(|(i, (u, _))| (*u, i)).collect();
         let mut to_dst = vec![0f64; dag.len()];
@@ -598,7 +597,7 @@ impl<'t> PathFinder<'t> {
         if let Some(path) = self.nvlink_path(state, src, dst) {
             return Ok((vec![path], 1));
         }
-        let dag = self.dag(state, src, dst)?;
+        let dag = self.shortest_path_dag(state, src, dst)?;
         let hops: HashMap<NodeId, &Vec<LinkId>> = dag.iter().map(|(u, h)| (*u, h)).collect();
         let mut count: HashMap<NodeId, u64> = HashMap::new();
         for (u, h) in dag.iter().rev() {

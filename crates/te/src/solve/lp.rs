@@ -1,0 +1,204 @@
+//! The exact LP: min-max-utilization multi-commodity flow over the candidate paths, solved
+//! with microlp's simplex.
+//!
+//! One commodity per destination GPU (a fractional routing toward one destination can be
+//! split among its sources freely, so this is exact and much smaller than one commodity per
+//! demand): a flow variable per commodity and link of the union of its demands' shortest-path
+//! DAGs, conservation at every node (each source supplies its rate), and for every link
+//! `Σ_k f_k,e ≤ U · capacity_e`; minimize `U`. Every path through a union DAG toward `t` is a
+//! shortest path to `t` (each link lowers the distance by one), so the LP routes only over
+//! candidate paths. Rates and capacities are in units of the largest capacity, to keep the
+//! simplex well conditioned.
+//!
+//! Each demand enters its commodity where its paths first branch: the links before (the
+//! source's NVLink, PCIe and NIC links) carry it whatever the routing. Capacity constraints
+//! are on the links where routing has a choice (see [`Instance`]).
+//!
+//! The single-path table comes from decomposing each commodity's flow into paths per demand
+//! (following the links with the most flow left) and rounding (see `round`).
+
+use microlp::{ComparisonOp, OptimizationDirection, Problem};
+
+use fabricsim_topology::{LinkId, NodeId};
+
+use super::{add_support, round, Solution, SolveError, Solver};
+use crate::instance::Instance;
+
+pub(super) fn solve(inst: &Instance<'_>, max_variables: usize) -> Result<Solution, SolveError> {
+    let topo = inst.topo;
+    let unit = inst.capacity.iter().copied().fold(0.0, f64::max).max(1.0);
+    // Commodities: demand indices grouped by destination.
+    let mut by_dst: Vec<usize> = (0..inst.demands.len()).collect();
+    by_dst.sort_by_key(|&d| (inst.demands[d].dst, d));
+    let commodities: Vec<&[usize]> = by_dst
+        .chunk_by(|&a, &b| inst.demands[a].dst == inst.demands[b].dst)
+        .collect();
+    // Each demand's forced first links, and the node its paths branch at.
+    let prefixes: Vec<(Vec<LinkId>, NodeId)> = (0..inst.demands.len())
+        .map(|d| {
+            let (links, _) = inst.dag(d).prefix();
+            let at = links
+                .last()
+                .map_or(inst.demands[d].src, |&l| topo.link(l).dst);
+            (links, at)
+        })
+        .collect();
+    let links: Vec<Vec<LinkId>> = commodities
+        .iter()
+        .map(|ds| {
+            let mut ls: Vec<LinkId> = ds
+                .iter()
+                .flat_map(|&d| {
+                    let skip = prefixes[d].0.len();
+                    let prefix = &prefixes[d].0;
+                    inst.dag(d)
+                        .links()
+                        .filter(move |l| skip == 0 || !prefix.contains(l))
+                })
+                .collect();
+            ls.sort_unstable();
+            ls.dedup();
+            ls
+        })
+        .collect();
+    let variables: usize = links.iter().map(Vec::len).sum();
+    if variables > max_variables {
+        return Err(SolveError::TooLarge {
+            variables,
+            limit: max_variables,
+        });
+    }
+
+    let mut lp = Problem::new(OptimizationDirection::Minimize);
+    let u = lp.add_var(1.0, (0.0, f64::INFINITY));
+    let mut on_link: Vec<Vec<(microlp::Variable, f64)>> = vec![Vec::new(); inst.capacity.len()];
+    let mut flow_vars = Vec::with_capacity(commodities.len());
+    for (k, ds) in commodities.iter().enumerate() {
+        let vars: Vec<microlp::Variable> = links[k]
+            .iter()
+            .map(|&l| {
+                let v = lp.add_var(0.0, (0.0, f64::INFINITY));
+                on_link[l.index()].push((v, 1.0));
+                v
+            })
+            .collect();
+        // Conservation at every node of the union DAG but the destination.
+        let dst = inst.demands[ds[0]].dst;
+        let mut nodes: Vec<(NodeId, Vec<(microlp::Variable, f64)>, f64)> = Vec::new();
+        let at =
+            |n: NodeId, nodes: &mut Vec<(NodeId, Vec<(microlp::Variable, f64)>, f64)>| match nodes
+                .binary_search_by_key(&n, |e| e.0)
+            {
+                Ok(i) => i,
+                Err(i) => {
+                    nodes.insert(i, (n, Vec::new(), 0.0));
+                    i
+                }
+            };
+        for (&l, &v) in links[k].iter().zip(&vars) {
+            let link = topo.link(l);
+            let i = at(link.src, &mut nodes);
+            nodes[i].1.push((v, 1.0));
+            let i = at(link.dst, &mut nodes);
+            nodes[i].1.push((v, -1.0));
+        }
+        for &d in ds.iter() {
+            let i = at(prefixes[d].1, &mut nodes);
+            nodes[i].2 += inst.demands[d].rate / unit;
+        }
+        for (n, terms, supply) in &nodes {
+            if *n != dst {
+                lp.add_constraint(terms.as_slice(), ComparisonOp::Eq, *supply);
+            }
+        }
+        flow_vars.push(vars);
+    }
+    for (l, terms) in on_link.iter_mut().enumerate() {
+        if !terms.is_empty() && inst.steerable(LinkId(l as u32)) {
+            terms.push((u, -inst.capacity[l] / unit));
+            lp.add_constraint(terms.as_slice(), ComparisonOp::Le, 0.0);
+        }
+    }
+    let solution = lp
+        .solve()
+        .map_err(|e| SolveError::Lp(e.to_string()))?
+        .into_solution()
+        .map_err(|_| SolveError::Lp("the solve was interrupted".into()))?;
+    let optimum = solution.var_value(u);
+
+    // Decompose each commodity's flow into paths per demand.
+    let mut support = vec![Vec::new(); inst.demands.len()];
+    for (k, ds) in commodities.iter().enumerate() {
+        let mut left: Vec<f64> = flow_vars[k]
+            .iter()
+            .map(|&v| solution.var_value(v).max(0.0) * unit)
+            .collect();
+        let dst = inst.demands[ds[0]].dst;
+        for &d in ds.iter() {
+            let mut rem = inst.demands[d].rate;
+            // Each walk takes at least the flow of one link's bottleneck; a bounded number of
+            // walks also guards against round-off leaving crumbs.
+            for _ in 0..links[k].len() + 1 {
+                if rem <= 1e-9 * inst.demands[d].rate {
+                    break;
+                }
+                let (walked, idx) = heaviest_walk(inst, &links[k], &left, prefixes[d].1, dst);
+                let path: Vec<LinkId> = prefixes[d].0.iter().copied().chain(walked).collect();
+                let amount = idx
+                    .iter()
+                    .map(|&i| left[i])
+                    .fold(f64::INFINITY, f64::min)
+                    .min(rem);
+                if !(amount > 0.0) {
+                    // Round-off: no flow left where this demand should have some; give it the
+                    // heaviest path anyway.
+                    add_support(&mut support[d], &path, rem);
+                    break;
+                }
+                for &i in &idx {
+                    left[i] -= amount;
+                }
+                rem -= amount;
+                add_support(&mut support[d], &path, amount);
+            }
+        }
+    }
+    Ok(Solution {
+        solver: Solver::Lp,
+        paths: round(inst, &support),
+        max_utilization: 0.0,
+        fractional: Some(optimum),
+        lower_bound: Some(optimum),
+        iterations: 1,
+    })
+}
+
+/// From `src` to `dst` over `links` (sorted by id), at each node taking the out-link with the
+/// most flow left (ties: lowest id). Returns the path and the links' positions in `links`.
+fn heaviest_walk(
+    inst: &Instance<'_>,
+    links: &[LinkId],
+    left: &[f64],
+    src: NodeId,
+    dst: NodeId,
+) -> (Vec<LinkId>, Vec<usize>) {
+    let topo = inst.topo;
+    let mut path = Vec::new();
+    let mut idx = Vec::new();
+    let mut u = src;
+    while u != dst {
+        let mut best: Option<usize> = None;
+        for &l in topo.out_links(u) {
+            if let Ok(i) = links.binary_search(&l) {
+                if best.is_none_or(|b| left[i] > left[b]) {
+                    best = Some(i);
+                }
+            }
+        }
+        let Some(i) = best else { break };
+        path.push(links[i]);
+        idx.push(i);
+        u = topo.link(links[i]).dst;
+    }
+    (path, idx)
+}
