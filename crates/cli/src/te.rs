@@ -329,7 +329,7 @@ fn text(
                 .map_or("-".to_string(), |s| s.iterations.to_string()),
         );
     }
-    t += "\n  utilization = load / capacity over the links on some equal-cost path of some demand;\n  gap = max util / lower bound (1 is optimal for any routing, split or not)\n";
+    t += "\n  utilization = load / capacity, over the links on some equal-cost path of some demand;\n  max util: over the steerable links (switch to switch, or any link with a choice);\n  gap = max util / lower bound (1: no routing, split or not, does better)\n";
     t
 }
 

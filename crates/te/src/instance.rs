@@ -143,14 +143,16 @@ pub enum InstanceError {
 
 /// Demands with their candidate paths, over one link state.
 ///
-/// The objective counts only the links where routing has a choice (on some but not all
-/// paths of some demand): a GPU's NIC link carries its demands whatever TE does, and
-/// counting it would let a solver stop caring once the NICs are the bottleneck.
+/// The objective counts the *steerable* links: every switch-to-switch link on a candidate
+/// path, and any other link where routing has a choice (on some but not all paths of a
+/// demand, such as the two ports of a dual-ToR NIC). A GPU's single NIC link carries its
+/// demands whatever TE does; counting it would let a solver stop caring about the fabric
+/// once the NICs are the bottleneck.
 pub struct Instance<'t> {
     pub topo: &'t Topology,
     /// Bytes/s per directed link under the link state (0 when down).
     pub capacity: Vec<f64>,
-    /// Per link: 1 / capacity where routing has a choice, 0 elsewhere.
+    /// Per link: 1 / capacity where the link is steerable, 0 elsewhere.
     pub steer: Vec<f64>,
     /// The demands that cross the fabric and have a path.
     pub demands: Vec<Demand>,
@@ -191,7 +193,11 @@ impl<'t> Instance<'t> {
             match finder.shortest_path_dag(state, d.src, d.dst) {
                 Ok(nodes) => {
                     let dag = dag_of(topo, &nodes);
-                    for l in dag.choice_links() {
+                    let fabric = dag.links().filter(|&l| {
+                        let link = topo.link(l);
+                        is_switch(topo, link.src) && is_switch(topo, link.dst)
+                    });
+                    for l in dag.choice_links().into_iter().chain(fabric) {
                         let c = inst.capacity[l.index()];
                         inst.steer[l.index()] = if c > 0.0 { 1.0 / c } else { 0.0 };
                     }
@@ -223,7 +229,7 @@ impl<'t> Instance<'t> {
         load
     }
 
-    /// The objective: the largest load / capacity over the links where routing has a choice.
+    /// The objective: the largest load / capacity over the steerable links.
     pub fn max_utilization(&self, load: &[f64]) -> f64 {
         load.iter()
             .zip(&self.steer)
@@ -231,7 +237,7 @@ impl<'t> Instance<'t> {
             .fold(0.0, f64::max)
     }
 
-    /// Whether routing has a choice on `link` (it is on some but not all paths of a demand).
+    /// Whether `link` counts in the objective (see [`Instance`]).
     pub fn steerable(&self, link: LinkId) -> bool {
         self.steer[link.index()] > 0.0
     }
@@ -246,6 +252,10 @@ impl<'t> Instance<'t> {
         }
         scope
     }
+}
+
+fn is_switch(topo: &Topology, n: NodeId) -> bool {
+    matches!(topo.kind(n), fabricsim_topology::NodeKind::Switch(_))
 }
 
 /// Packs the router's DAG (nodes in topological order with their next hops).

@@ -12,7 +12,7 @@
 //!
 //! Each demand enters its commodity where its paths first branch: the links before (the
 //! source's NVLink, PCIe and NIC links) carry it whatever the routing. Capacity constraints
-//! are on the links where routing has a choice (see [`Instance`]).
+//! are on the steerable links (see [`Instance`]).
 //!
 //! The single-path table comes from decomposing each commodity's flow into paths per demand
 //! (following the links with the most flow left) and rounding (see `round`).

@@ -56,8 +56,7 @@ pub(super) fn solve(inst: &Instance<'_>, opts: &MwuOptions) -> Solution {
     let eps = opts.epsilon.clamp(1e-3, 0.5);
     let n = inst.demands.len();
     let cap = &inst.capacity;
-    // Only the links where routing has a choice get lengths: the others carry the same load
-    // whatever the routing, so they neither steer nor bound.
+    // Only steerable links get lengths (see `Instance`).
     let m = inst.steer.iter().filter(|&&s| s > 0.0).count().max(1) as f64;
     // Scale so that the optimum is at most 1 (CSPF's table is a feasible routing).
     let greedy = cspf::solve(inst);

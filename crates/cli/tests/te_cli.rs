@@ -1,0 +1,124 @@
+//! `fabricsim te solve` and `bench --routing te` as a user runs them.
+
+mod common;
+
+use common::{fabricsim, stderr, stdout};
+
+const ZONE: [&str; 2] = ["--preset", "meta-ai-zone"];
+
+#[test]
+fn te_solve_compares_te_with_ecmp_per_tier() {
+    let args = [
+        "te",
+        "solve",
+        "--bench-like",
+        "all-reduce",
+        "--gpus",
+        "128",
+        "--solver",
+        "cspf,lp,mwu",
+        "--json",
+    ];
+    let o = fabricsim(&[&args[..], &ZONE].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let routings = v["routings"].as_array().unwrap();
+    let names: Vec<&str> = routings
+        .iter()
+        .map(|r| r["routing"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["ecmp", "eecmp/16", "te", "te:lp", "te:mwu"]);
+    let max = |i: usize| routings[i]["max_utilization"].as_f64().unwrap();
+    // TE below both hashed policies; the LP's optimum bounds every table from below.
+    assert!(max(2) < max(0) && max(2) < max(1), "{v}");
+    let optimum = routings[3]["lower_bound"].as_f64().unwrap();
+    assert!(routings
+        .iter()
+        .all(|r| r["max_utilization"].as_f64().unwrap() >= optimum - 1e-9));
+    let tiers = routings[2]["tiers"].as_array().unwrap();
+    assert!(tiers
+        .iter()
+        .any(|t| t["group"] == "rtsw->ctsw" && t["p99"].is_f64()));
+}
+
+#[test]
+fn te_solve_reads_a_demand_file_and_names_bad_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let good = dir.path().join("demand.csv");
+    std::fs::write(
+        &good,
+        "src,dst,rate\nhost0/gpu0,host2/gpu0,400Gbps\nhost1/gpu0,host3/gpu0,400Gbps\n",
+    )
+    .unwrap();
+    let o = fabricsim(
+        &[
+            &["te", "solve", "--demand", good.to_str().unwrap()][..],
+            &ZONE,
+        ]
+        .concat(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).starts_with("TE on meta-ai-zone: 2 demands"),
+        "{}",
+        stdout(&o)
+    );
+    let bad = dir.path().join("bad.csv");
+    std::fs::write(&bad, "src,dst,rate\nhost0/gpu0,host2/gpu0,fast\n").unwrap();
+    let o = fabricsim(
+        &[
+            &["te", "solve", "--demand", bad.to_str().unwrap()][..],
+            &ZONE,
+        ]
+        .concat(),
+    );
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("bad.csv: line 2: rate:"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn te_solve_refuses_bad_options() {
+    for (args, message) in [
+        (
+            &["te", "solve", "--pattern", "ring", "--solver", "simplex"][..],
+            "--solver: `simplex`",
+        ),
+        (&["te", "solve"][..], "no demand"),
+        (
+            &["te", "solve", "--pattern", "ring", "--down", "nowhere"][..],
+            "--down:",
+        ),
+    ] {
+        let o = fabricsim(&[args, &ZONE].concat());
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&o).contains(message), "{args:?}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn bench_runs_under_te_and_compares_it() {
+    let args = "bench --gpus 128 --algo ring --proto Simple -b 1G -e 1G --set uplinks=1:1 \
+                --compare-routing ecmp,te,spray --json";
+    let o = fabricsim(&[&args.split_whitespace().collect::<Vec<_>>()[..], &ZONE].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let busbw = |i: usize| v["runs"][i]["results"][0]["busbw_gbps"].as_f64().unwrap();
+    assert_eq!(v["runs"][1]["routing"], "te");
+    // TE's table gives every ring edge its own uplink: as fast as ideal spraying.
+    assert!(
+        busbw(1) > 1.2 * busbw(0),
+        "te {} vs ecmp {}",
+        busbw(1),
+        busbw(0)
+    );
+    let spray = busbw(2);
+    assert!(
+        (busbw(1) - spray).abs() < 1e-6 * spray,
+        "te {} vs spray {spray}",
+        busbw(1)
+    );
+}
