@@ -4,7 +4,7 @@ use std::path::Path;
 
 use fabricsim_cluster::placement::{place, Placement};
 use fabricsim_cluster::{CommConfig, JobReport, JobSpec, Orchestrator, RunError, RunOptions};
-use fabricsim_collectives::bench::{run_size, Bench};
+use fabricsim_collectives::bench::{run_size, Bench, Routing};
 use fabricsim_collectives::{
     Collective, Fidelity, Protocol, QpMode, Ranks, Transport, DEFAULT_CHUNK,
 };
@@ -89,7 +89,7 @@ fn collective_only_traces_agree_with_bench() {
                 qp_mode: QpMode::Split,
                 seed: 0,
             },
-            policy: Policy::Ecmp,
+            routing: Routing::Hashed(Policy::Ecmp),
             hash: HashConfig::default(),
             down: Vec::new(),
         };

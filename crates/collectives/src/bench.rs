@@ -15,9 +15,9 @@ use fabricsim_netsim::{Engine, FlowEngine, Network};
 use fabricsim_routing::balance::{group_loads, links_in_scope};
 use fabricsim_routing::key::mix;
 use fabricsim_routing::{HashConfig, LinkCondition, LinkState, RouteError, Router};
-use fabricsim_te::{
-    Instance, InstanceError, PathTable, Routing, SolveError, TePolicy, TrafficMatrix,
-};
+use fabricsim_te::{Instance, InstanceError, PathTable, SolveError, TePolicy, TrafficMatrix};
+
+pub use fabricsim_te::Routing;
 use fabricsim_topology::{LinkId, NodeId, Topology};
 
 use crate::algo::{plan, Algorithm, Fidelity, Request};
@@ -294,7 +294,7 @@ pub fn run_size(
             }
         })
         .collect();
-    let (tier, max, mean) = busiest(topo, &state, ranks, &sched, &util)?;
+    let (tier, max, mean) = busiest(topo, &state, ranks, sched, &util)?;
     let time_us = outcome.time.0 as f64 / 1e3;
     let algbw = if outcome.time.0 > 0 {
         size as f64 / (outcome.time.0 as f64)

@@ -7,8 +7,8 @@
 //! **policy**: ECMP, E-ECMP, path pinning, or spraying (REFERENCE.md §1).
 //!
 //! What it does not do: decide how fast a flow moves (the network engines) or how a
-//! collective splits into flows (the collectives layer). Centralized TE will plug in as a
-//! policy backed by an explicit path table.
+//! collective splits into flows (the collectives layer). Centralized TE plugs in as a
+//! policy backed by an explicit path table (`fabricsim-te`).
 //!
 //! Start with [`Router::route`], [`FlowKey`] and [`LinkState`].
 

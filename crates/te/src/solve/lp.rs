@@ -22,6 +22,9 @@ use microlp::{ComparisonOp, OptimizationDirection, Problem};
 use fabricsim_topology::{LinkId, NodeId};
 
 use super::{add_support, round, Solution, SolveError, Solver};
+
+/// A node of a commodity's union DAG: its flow terms (out +1, in −1) and its supply.
+type NodeRow = (NodeId, Vec<(microlp::Variable, f64)>, f64);
 use crate::instance::Instance;
 
 pub(super) fn solve(inst: &Instance<'_>, max_variables: usize) -> Result<Solution, SolveError> {
@@ -84,17 +87,15 @@ pub(super) fn solve(inst: &Instance<'_>, max_variables: usize) -> Result<Solutio
             .collect();
         // Conservation at every node of the union DAG but the destination.
         let dst = inst.demands[ds[0]].dst;
-        let mut nodes: Vec<(NodeId, Vec<(microlp::Variable, f64)>, f64)> = Vec::new();
-        let at =
-            |n: NodeId, nodes: &mut Vec<(NodeId, Vec<(microlp::Variable, f64)>, f64)>| match nodes
-                .binary_search_by_key(&n, |e| e.0)
-            {
-                Ok(i) => i,
-                Err(i) => {
-                    nodes.insert(i, (n, Vec::new(), 0.0));
-                    i
-                }
-            };
+        let mut nodes: Vec<NodeRow> = Vec::new();
+        let at = |n: NodeId, nodes: &mut Vec<NodeRow>| match nodes.binary_search_by_key(&n, |e| e.0)
+        {
+            Ok(i) => i,
+            Err(i) => {
+                nodes.insert(i, (n, Vec::new(), 0.0));
+                i
+            }
+        };
         for (&l, &v) in links[k].iter().zip(&vars) {
             let link = topo.link(l);
             let i = at(link.src, &mut nodes);
@@ -149,7 +150,7 @@ pub(super) fn solve(inst: &Instance<'_>, max_variables: usize) -> Result<Solutio
                     .map(|&i| left[i])
                     .fold(f64::INFINITY, f64::min)
                     .min(rem);
-                if !(amount > 0.0) {
+                if amount.is_nan() || amount <= 0.0 {
                     // Round-off: no flow left where this demand should have some; give it the
                     // heaviest path anyway.
                     add_support(&mut support[d], &path, rem);
