@@ -15,7 +15,7 @@ use crate::demand::{Demand, TrafficMatrix};
 
 /// A demand's equal-cost paths: nodes in topological order (source first, destination last),
 /// each with its next hops as (link, index of the node it leads to).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Dag {
     offsets: Vec<u32>,
     hops: Vec<(LinkId, u32)>,
