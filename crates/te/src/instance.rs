@@ -35,9 +35,9 @@ impl Dag {
         self.hops.iter().map(|&(l, _)| l)
     }
 
-    /// The links every path starts with (the source's host and NIC links, up to the first
-    /// switch with a choice), and the index of the node they lead to.
-    pub fn prefix(&self) -> (Vec<LinkId>, usize) {
+    /// The links every path starts with: the source's host and NIC links, up to the first
+    /// switch with a choice.
+    pub fn prefix(&self) -> Vec<LinkId> {
         let mut links = Vec::new();
         let mut i = 0;
         while i + 1 < self.nodes() && self.hops(i).len() == 1 {
@@ -45,7 +45,7 @@ impl Dag {
             links.push(l);
             i = j as usize;
         }
-        (links, i)
+        links
     }
 
     /// The links on only some of the paths: where routing has a choice.

@@ -39,7 +39,7 @@ pub(super) fn solve(inst: &Instance<'_>, max_variables: usize) -> Result<Solutio
     // Each demand's forced first links, and the node its paths branch at.
     let prefixes: Vec<(Vec<LinkId>, NodeId)> = (0..inst.demands.len())
         .map(|d| {
-            let (links, _) = inst.dag(d).prefix();
+            let links = inst.dag(d).prefix();
             let at = links
                 .last()
                 .map_or(inst.demands[d].src, |&l| topo.link(l).dst);
@@ -52,11 +52,8 @@ pub(super) fn solve(inst: &Instance<'_>, max_variables: usize) -> Result<Solutio
             let mut ls: Vec<LinkId> = ds
                 .iter()
                 .flat_map(|&d| {
-                    let skip = prefixes[d].0.len();
                     let prefix = &prefixes[d].0;
-                    inst.dag(d)
-                        .links()
-                        .filter(move |l| skip == 0 || !prefix.contains(l))
+                    inst.dag(d).links().filter(move |l| !prefix.contains(l))
                 })
                 .collect();
             ls.sort_unstable();

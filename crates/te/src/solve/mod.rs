@@ -80,7 +80,7 @@ pub struct Solution {
     pub fractional: Option<f64>,
     /// No routing over the candidate paths has a lower max utilization.
     pub lower_bound: Option<f64>,
-    /// Solver iterations: MWU phases, simplex iterations are not counted (lp: 1).
+    /// MWU's phases (1 for cspf and lp).
     pub iterations: u32,
 }
 
