@@ -10,6 +10,7 @@ mod flows;
 mod output;
 mod route;
 mod run;
+mod serve;
 mod te;
 mod topo;
 
@@ -47,6 +48,8 @@ enum Command {
     /// Centralized traffic engineering: solve a traffic matrix, compare with ECMP.
     #[command(subcommand)]
     Te(te::TeCommand),
+    /// Run the centralized TE controller: an HTTP JSON API over a SQLite database.
+    Serve(serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -66,6 +69,7 @@ fn main() -> ExitCode {
         Command::Run(args) => run::run(*args),
         Command::Replay(args) => run::replay(*args),
         Command::Te(cmd) => te::run(cmd),
+        Command::Serve(args) => serve::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

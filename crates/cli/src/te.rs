@@ -7,9 +7,7 @@ use anyhow::anyhow;
 use clap::{Args, Subcommand};
 use fabricsim_collectives::bench::{traffic, Bench};
 use fabricsim_collectives::placement::{place, Placement};
-use fabricsim_collectives::{
-    Algorithm, Collective, Fidelity, Protocol, QpMode, Ranks, Transport, DEFAULT_CHUNK,
-};
+use fabricsim_collectives::{Algorithm, Collective, Ranks};
 use fabricsim_routing::balance::{pairs, Pattern};
 use fabricsim_routing::{cables_named, LinkCondition, LinkState, Policy};
 use fabricsim_te::report::{hashed_loads, tier_utilization, TierUtilization};
@@ -235,23 +233,11 @@ fn demand(args: &SolveArgs, topo: &Topology) -> Result<(TrafficMatrix, String), 
     let gpus = place(topo, args.gpus, placement).map_err(|e| input(anyhow!("--gpus: {e}")))?;
     let ranks = Ranks::new(topo, gpus).map_err(|e| input(anyhow!("{e}")))?;
     let size = parse_size("size", &args.size)?;
-    let bench = Bench {
-        op,
-        algorithm,
-        protocol: None,
-        channels: args.channels,
-        chunk: DEFAULT_CHUNK,
-        fidelity: Fidelity::Pipelined,
-        transport: Transport {
-            protocol: Protocol::Simple,
-            qps: 1,
-            qp_mode: QpMode::Split,
-            seed: args.routing.seed,
-        },
-        routing: Routing::Hashed(Policy::Ecmp),
-        hash: args.routing.hash(),
-        down: Vec::new(),
-    };
+    let mut bench = Bench::new(op);
+    bench.algorithm = algorithm;
+    bench.channels = args.channels;
+    bench.transport.seed = args.routing.seed;
+    bench.hash = args.routing.hash();
     let rows = traffic(topo, &ranks, &bench, size).map_err(|e| input(anyhow!("{e}")))?;
     Ok((
         TrafficMatrix::from_bytes(topo, rows),

@@ -52,6 +52,30 @@ pub struct Bench {
     pub down: Vec<LinkId>,
 }
 
+impl Bench {
+    /// `op` as nccl-tests runs it by default: the tuner picks algorithm and protocol per size,
+    /// 16 channels, one QP per connection, ECMP with the default hash seeds, every cable up.
+    pub fn new(op: Collective) -> Bench {
+        Bench {
+            op,
+            algorithm: None,
+            protocol: None,
+            channels: 16,
+            chunk: crate::algo::DEFAULT_CHUNK,
+            fidelity: Fidelity::Pipelined,
+            transport: Transport {
+                protocol: Protocol::Simple,
+                qps: 1,
+                qp_mode: crate::exec::QpMode::Split,
+                seed: 0,
+            },
+            routing: Routing::Hashed(fabricsim_routing::Policy::Ecmp),
+            hash: HashConfig::default(),
+            down: Vec::new(),
+        }
+    }
+}
+
 /// One line of results.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Row {

@@ -12,7 +12,7 @@ use fabricsim_routing::{FlowKey, HashConfig, LinkState, Policy, RouteError, Rout
 use crate::instance::Instance;
 
 /// Utilization of one group of links.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TierUtilization {
     /// `lower->upper` or `upper->lower` by tier name (`nic` for NICs).
     pub group: String,

@@ -1,0 +1,459 @@
+//! `fabricsim serve`: the real binary on loopback, driven over raw HTTP/1.1.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+const TOKEN: &str = "t0ken-for-tests";
+
+struct Server {
+    child: Child,
+    addr: String,
+}
+
+impl Server {
+    fn start(db: &Path, extra: &[&str]) -> Server {
+        let cmd = Command::new(env!("CARGO_BIN_EXE_fabricsim"));
+        Server::start_with(cmd, db, &[&["--token", TOKEN], extra].concat())
+    }
+
+    fn start_with(mut cmd: Command, db: &Path, extra: &[&str]) -> Server {
+        let mut child = cmd
+            .args(["serve", "--listen", "127.0.0.1:0", "--db"])
+            .arg(db)
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("fabricsim starts");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().expect("piped stdout"))
+            .read_line(&mut line)
+            .expect("a first line");
+        let addr = line
+            .split("http://")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap_or_else(|| panic!("no address in {line:?}"))
+            .to_string();
+        Server { child, addr }
+    }
+
+    /// kill -9: no chance to flush or close anything.
+    fn kill(mut self) {
+        self.child.kill().expect("SIGKILL");
+        self.child.wait().expect("reaped");
+    }
+
+    /// Sends raw bytes, returns (status, body).
+    fn raw(&self, bytes: &[u8]) -> (u16, String) {
+        let mut s = TcpStream::connect(&self.addr).expect("connects");
+        s.set_read_timeout(Some(Duration::from_secs(120))).unwrap();
+        // The server may answer (413) and close before it has read all of a large body.
+        let _ = s.write_all(bytes);
+        let mut reply = Vec::new();
+        let _ = s.read_to_end(&mut reply);
+        let text = String::from_utf8_lossy(&reply).to_string();
+        let status = text
+            .split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or_else(|| panic!("no status in {text:?}"));
+        let body = text.split_once("\r\n\r\n").map_or("", |b| b.1).to_string();
+        (status, body)
+    }
+
+    fn call(&self, method: &str, path: &str, token: Option<&str>, body: &str) -> (u16, Value) {
+        let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+        let req = format!(
+            "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{auth}Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        let (status, text) = self.raw(req.as_bytes());
+        let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        (status, value)
+    }
+
+    fn get(&self, path: &str) -> Value {
+        let (status, v) = self.call("GET", path, None, "");
+        assert_eq!(status, 200, "GET {path}: {v}");
+        v
+    }
+
+    fn send(&self, method: &str, path: &str, body: Value) -> Value {
+        let (status, v) = self.call(method, path, Some(TOKEN), &body.to_string());
+        assert_eq!(status, 200, "{method} {path}: {v}");
+        v
+    }
+
+    /// Waits until the routes are those of the current state.
+    fn routes_current(&self) -> Value {
+        let start = Instant::now();
+        loop {
+            let h = self.get("/healthz");
+            if h["routes_current"] == json!(true) {
+                return self.get("/routes");
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(300),
+                "routes never caught up: {h}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn zone() -> Value {
+    json!({ "preset": "meta-ai-zone", "set": { "racks": 8, "uplinks": "1:1" } })
+}
+
+/// Rack r's first GPU sends to rack r+1's, around 8 racks: 8 demands over the spine.
+fn ring_demands(gbps: f64) -> Value {
+    let demands: Vec<Value> = (0..8)
+        .map(|r| {
+            json!({ "src": format!("host{}/gpu0", 2 * r), "dst": format!("host{}/gpu0", 2 * ((r + 1) % 8)), "gbps": gbps })
+        })
+        .collect();
+    json!({ "demands": demands })
+}
+
+#[test]
+fn routes_follow_demands_and_link_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(&dir.path().join("c.db"), &[]);
+    assert_eq!(s.get("/healthz")["status"], "ok");
+    let (status, _) = s.call("GET", "/topology", None, "");
+    assert_eq!(status, 409, "no fabric yet");
+
+    let loaded = s.send("POST", "/topology", zone());
+    assert_eq!(loaded["gpus"], 128);
+    assert_eq!(
+        s.send("PUT", "/demands/ring", ring_demands(300.0))["demands"],
+        8
+    );
+    let job = json!({ "gpus": ["host0/gpu1", "host2/gpu1", "host4/gpu1", "host6/gpu1"], "collective": "all-reduce", "algo": "ring" });
+    assert_eq!(s.send("PUT", "/jobs/train-1", job)["demands"], 4);
+
+    let routes = s.routes_current();
+    assert_eq!(routes["demands"], 12, "{routes}");
+    assert_eq!(
+        routes["conflicts"], 0,
+        "a two-tier zone has no conflicting entries"
+    );
+    let util = |s: &Server| s.get("/utilization")["max_utilization"].as_f64().unwrap();
+    let before = util(&s);
+    assert!(before > 0.0 && before <= 1.0 + 1e-9, "{before}");
+
+    // Rack 0's RTSW has one entry per demand it forwards up: one per source port and prefix.
+    let table = s.get("/routes/zone0/rack0/rtsw");
+    let entries = table["entries"].as_array().unwrap();
+    assert!(!entries.is_empty(), "{table}");
+    let up: Vec<&Value> = entries
+        .iter()
+        .filter(|e| e["ingress_peer"] == "host0/nic0")
+        .collect();
+    assert_eq!(
+        up.len(),
+        1,
+        "one destination for host0/gpu0's traffic: {table}"
+    );
+    let ctsw = up[0]["next_hop"].as_str().unwrap().to_string();
+    assert!(ctsw.contains("ctsw"), "{ctsw}");
+    assert_eq!(up[0]["prefix"], "host2/nic0");
+
+    // Take that uplink down: the next version routes around it.
+    let cable = format!("zone0/rack0/rtsw--{ctsw}");
+    let ev = s.send(
+        "POST",
+        "/events",
+        json!({ "target": cable, "state": "down" }),
+    );
+    assert_eq!(ev["seq"], 1);
+    s.routes_current();
+    let table = s.get("/routes/zone0/rack0/rtsw");
+    for e in table["entries"].as_array().unwrap() {
+        assert_ne!(e["next_hop"], json!(ctsw), "routed over a down cable: {e}");
+    }
+    let links = s.get("/utilization")["links"].clone();
+    assert!(
+        links.as_array().unwrap().iter().all(|l| !l["link"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("rack0/rtsw->{ctsw}"))),
+        "{links}"
+    );
+    assert_eq!(s.get("/topology")["links_down"], 2);
+    assert_eq!(s.get("/events")["events"][0]["target"], json!(cable));
+
+    // Derate every uplink of rack 1 to 100G: its busiest demand, the job's ring at line rate
+    // (400G from host2/gpu1), fills one at 4x.
+    for c in 0..16 {
+        let target = format!("zone0/rack1/rtsw--zone0/ctsw{c}");
+        s.send(
+            "POST",
+            "/events",
+            json!({ "target": target, "state": "derate", "gbps": 100 }),
+        );
+    }
+    s.routes_current();
+    let after = util(&s);
+    assert!(
+        (after - 4.0).abs() < 1e-9,
+        "400G over a 100G uplink: {after}"
+    );
+
+    // Removing everything leaves empty tables.
+    s.send("DELETE", "/demands/ring", json!({}));
+    s.send("DELETE", "/jobs/train-1", json!({}));
+    let routes = s.routes_current();
+    assert_eq!(routes["demands"], 0);
+    assert_eq!(s.get("/routes/zone0/rack0/rtsw")["entries"], json!([]));
+
+    let metrics = s.call("GET", "/metrics", None, "").1;
+    let text = metrics.as_str().unwrap();
+    for line in [
+        "# TYPE fabricsim_state_version gauge",
+        "fabricsim_links_down 2\n",
+        "fabricsim_jobs 0\n",
+        "fabricsim_http_responses_total{code=\"200\"}",
+    ] {
+        assert!(text.contains(line), "no {line:?} in\n{text}");
+    }
+}
+
+#[test]
+fn kill_9_loses_nothing_acknowledged() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("c.db");
+    let s = Server::start(&db, &[]);
+    s.send("POST", "/topology", zone());
+    s.send("PUT", "/demands/a", ring_demands(100.0));
+    let first = s.routes_current();
+    s.send("PUT", "/demands/b", ring_demands(50.0));
+    s.send(
+        "POST",
+        "/events",
+        json!({ "target": "zone0/rack3/rtsw--zone0/ctsw5", "state": "down" }),
+    );
+    let last = s.send(
+        "PUT",
+        "/jobs/j",
+        json!({ "gpus": ["host0/gpu3", "host9/gpu3"] }),
+    );
+    let acknowledged = last["state_version"].as_u64().unwrap();
+    let before = (s.get("/demands"), s.get("/events"), s.get("/jobs/j"));
+    s.kill();
+
+    let s = Server::start(&db, &[]);
+    let h = s.get("/healthz");
+    assert_eq!(h["state_version"].as_u64(), Some(acknowledged), "{h}");
+    assert!(h["route_version"].as_u64() >= first["version"].as_u64());
+    assert_eq!(
+        (s.get("/demands"), s.get("/events"), s.get("/jobs/j")),
+        before
+    );
+    let routes = s.routes_current();
+    // Sets a and b name the same 8 pairs (their rates add up); the job's all-reduce of two
+    // GPUs is one demand each way.
+    assert_eq!(routes["demands"], 10, "{routes}");
+
+    // A clean restart with nothing new serves the same route version, not a new one.
+    let version = routes["version"].clone();
+    let tables = s.get("/routes/zone0/rack3/rtsw");
+    s.kill();
+    let s = Server::start(&db, &[]);
+    assert_eq!(s.get("/routes")["version"], version);
+    assert_eq!(s.get("/routes/zone0/rack3/rtsw"), tables);
+}
+
+#[test]
+fn bad_requests_change_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(&dir.path().join("c.db"), &["--max-body", "4096"]);
+    s.send("POST", "/topology", zone());
+    let version = || s.get("/healthz")["state_version"].clone();
+    let v0 = version();
+
+    let refused = |method: &str, path: &str, token: Option<&str>, body: &str, want: u16| {
+        let (status, v) = s.call(method, path, token, body);
+        assert_eq!(status, want, "{method} {path} {body:.80}: {v}");
+        v["error"].as_str().unwrap_or_default().to_string()
+    };
+    // Unauthenticated or wrongly authenticated writes.
+    refused(
+        "PUT",
+        "/demands/x",
+        None,
+        &ring_demands(1.0).to_string(),
+        401,
+    );
+    refused(
+        "PUT",
+        "/demands/x",
+        Some("guess"),
+        &ring_demands(1.0).to_string(),
+        401,
+    );
+    refused("POST", "/topology", None, &zone().to_string(), 401);
+    // Malformed bodies.
+    let t = Some(TOKEN);
+    refused("PUT", "/demands/x", t, "{\"demands\": [", 400);
+    refused("PUT", "/demands/x", t, "", 400);
+    let e = refused(
+        "PUT",
+        "/demands/x",
+        t,
+        r#"{"demands": [], "extra": 1}"#,
+        400,
+    );
+    assert!(e.contains("extra"), "{e}");
+    let e = refused(
+        "PUT",
+        "/demands/x",
+        t,
+        r#"{"demands": [{"src": "host0/gpu0", "dst": "host99/gpu0", "gbps": 10}]}"#,
+        400,
+    );
+    assert!(
+        e.contains("demands[0].dst") && e.contains("host99/gpu0"),
+        "{e}"
+    );
+    let e = refused(
+        "PUT",
+        "/demands/x",
+        t,
+        r#"{"demands": [{"src": "host0/gpu0", "dst": "host1/gpu0", "gbps": -1}]}"#,
+        400,
+    );
+    assert!(e.contains("gbps"), "{e}");
+    refused(
+        "PUT",
+        "/demands/bad%20id",
+        t,
+        &ring_demands(1.0).to_string(),
+        400,
+    );
+    let e = refused(
+        "POST",
+        "/events",
+        t,
+        r#"{"target": "nowhere", "state": "down"}"#,
+        400,
+    );
+    assert!(e.contains("nowhere"), "{e}");
+    refused(
+        "POST",
+        "/events",
+        t,
+        r#"{"target": "zone0/ctsw0", "state": "derate"}"#,
+        400,
+    );
+    refused(
+        "PUT",
+        "/jobs/j",
+        t,
+        r#"{"gpus": ["host0/gpu0"], "collective": "all-reduce"}"#,
+        400,
+    );
+    refused(
+        "PUT",
+        "/jobs/j",
+        t,
+        r#"{"gpus": ["host0/gpu0", "host1/gpu0"], "collective": "gossip"}"#,
+        400,
+    );
+    refused(
+        "POST",
+        "/topology",
+        t,
+        r#"{"preset": "no-such-fabric"}"#,
+        400,
+    );
+    refused(
+        "POST",
+        "/topology",
+        t,
+        r#"{"preset": "meta-ai-zone", "set": {"racks": 0}}"#,
+        400,
+    );
+    // Oversized: by Content-Length, and chunked with no length.
+    let big = format!("{{\"demands\": [], \"pad\": \"{}\"}}", "x".repeat(8192));
+    refused("PUT", "/demands/x", t, &big, 413);
+    let chunked = format!(
+        "PUT /demands/x HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer {TOKEN}\r\nTransfer-Encoding: chunked\r\n\r\n{:x}\r\n{big}\r\n0\r\n\r\n",
+        big.len()
+    );
+    assert_eq!(s.raw(chunked.as_bytes()).0, 413);
+    // Unknown endpoints and methods.
+    refused("GET", "/nothing", None, "", 404);
+    refused("DELETE", "/topology", t, "", 405);
+    refused("DELETE", "/demands/never-made", t, "", 404);
+    refused("GET", "/routes/no-such-switch", None, "", 404);
+    refused("GET", "/utilization?top=many", None, "", 400);
+    // Garbage that is not HTTP.
+    let _ = s.raw(b"\x00\x01garbage\r\n\r\n");
+
+    assert_eq!(version(), v0, "a refused request changed the state");
+    assert_eq!(s.get("/demands")["demand_sets"], json!([]));
+    assert_eq!(s.get("/healthz")["status"], "ok", "still serving");
+}
+
+#[test]
+fn concurrent_clients_all_land() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("c.db");
+    // The token from the environment this time.
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_fabricsim"));
+    cmd.env("FABRICSIM_TOKEN", TOKEN);
+    let s = Server::start_with(cmd, &db, &["--threads", "4"]);
+    s.send("POST", "/topology", zone());
+    let (clients, each) = (8, 6);
+    std::thread::scope(|scope| {
+        for c in 0..clients {
+            let s = &s;
+            scope.spawn(move || {
+                for i in 0..each {
+                    let src = format!("host{}/gpu{}", 2 * c, i);
+                    let dst = format!("host{}/gpu{}", 2 * ((c + 1) % 8), i);
+                    let body = json!({ "demands": [{ "src": src, "dst": dst, "gbps": 100 }] });
+                    s.send("PUT", &format!("/demands/c{c}-{i}"), body);
+                    let r = s.get("/routes");
+                    assert!(r["version"].is_u64());
+                }
+            });
+        }
+    });
+    let sets = s.get("/demands")["demand_sets"].as_array().unwrap().len();
+    assert_eq!(sets, clients * each);
+    let routes = s.routes_current();
+    assert_eq!(routes["demands"].as_u64(), Some((clients * each) as u64));
+    assert_eq!(
+        routes["state_version"].as_u64(),
+        Some(1 + (clients * each) as u64)
+    );
+}
+
+#[test]
+fn serve_refuses_to_start_without_a_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_fabricsim"))
+        .args(["serve", "--listen", "127.0.0.1:0", "--db"])
+        .arg(dir.path().join("c.db"))
+        .env_remove("FABRICSIM_TOKEN")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("FABRICSIM_TOKEN"), "{err}");
+}
