@@ -30,8 +30,9 @@ pub struct ServeArgs {
     /// Largest request body accepted, in bytes.
     #[arg(long, default_value_t = 8 << 20)]
     max_body: usize,
-    /// Threads answering requests.
-    #[arg(long, default_value_t = 4)]
+    /// Threads answering requests (enough that writers waiting on the database never starve
+    /// readers).
+    #[arg(long, default_value_t = 16)]
     threads: usize,
 }
 

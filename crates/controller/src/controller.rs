@@ -53,6 +53,9 @@ pub struct Controller {
     inner: Mutex<Inner>,
     wake: Condvar,
     routes: RwLock<Arc<RouteVersion>>,
+    /// A second connection, for the recompute thread: writing a route version (megabytes on a
+    /// full cluster) must not hold the state lock that readers and writers take.
+    route_store: Mutex<Store>,
     token: String,
     solver: Solver,
     opts: SolveOptions,
@@ -72,6 +75,7 @@ impl Controller {
         let saved = store.load()?;
         let (state, routes) = rebuild(&saved)?;
         let routed = routes.state_version;
+        let route_store = Mutex::new(Store::open(db)?);
         Ok(Controller {
             inner: Mutex::new(Inner {
                 state,
@@ -81,6 +85,7 @@ impl Controller {
             }),
             wake: Condvar::new(),
             routes: RwLock::new(Arc::new(routes)),
+            route_store,
             token,
             solver,
             opts: SolveOptions::default(),
@@ -230,8 +235,9 @@ impl Controller {
         let result = routes::compute(&snap, self.solver, &self.opts).and_then(|mut rv| {
             rv.version = self.routes().version + 1;
             let doc = serde_json::to_string(&rv).map_err(|e| e.to_string())?;
-            self.lock()
-                .store
+            self.route_store
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
                 .save_routes(&doc)
                 .map_err(|e| e.to_string())?;
             Ok(rv)
@@ -242,7 +248,12 @@ impl Controller {
         match result {
             Ok(rv) => {
                 c.recomputes.fetch_add(1, Ordering::Relaxed);
-                *self.routes.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(rv);
+                let old = std::mem::replace(
+                    &mut *self.routes.write().unwrap_or_else(|e| e.into_inner()),
+                    Arc::new(rv),
+                );
+                // Freeing a full cluster's tables takes a while: not under the lock.
+                drop(old);
                 self.lock().last_error = None;
             }
             Err(e) => {

@@ -2,6 +2,7 @@
 //! from one listener; one more thread recomputes routes.
 
 use std::io::Read;
+use std::net::ToSocketAddrs;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -37,10 +38,12 @@ pub fn serve(cfg: Config) -> Result<(), ServeError> {
         return Err(ServeError::NoToken);
     }
     let ctl = Arc::new(Controller::open(&cfg.db, cfg.token, cfg.solver)?);
-    let server = tiny_http::Server::http(&cfg.listen).map_err(|e| ServeError::Listen {
-        addr: cfg.listen.clone(),
-        error: e.to_string(),
-    })?;
+    let server = listen(&cfg.listen)
+        .and_then(|l| tiny_http::Server::from_listener(l, None).map_err(|e| e.to_string()))
+        .map_err(|error| ServeError::Listen {
+            addr: cfg.listen.clone(),
+            error,
+        })?;
     let addr = server
         .server_addr()
         .to_ip()
@@ -70,6 +73,23 @@ pub fn serve(cfg: Config) -> Result<(), ServeError> {
         let _ = w.join();
     }
     Ok(())
+}
+
+/// A listening socket with TCP_NODELAY set.
+fn listen(addr: &str) -> Result<std::net::TcpListener, String> {
+    use socket2::{Domain, Socket, Type};
+    let io = |e: std::io::Error| e.to_string();
+    let addr = addr
+        .to_socket_addrs()
+        .map_err(io)?
+        .next()
+        .ok_or("the address resolves to nothing")?;
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None).map_err(io)?;
+    socket.set_reuse_address(true).map_err(io)?;
+    socket.set_tcp_nodelay(true).map_err(io)?;
+    socket.bind(&addr.into()).map_err(io)?;
+    socket.listen(1024).map_err(io)?;
+    Ok(socket.into())
 }
 
 fn answer(ctl: &Controller, mut rq: tiny_http::Request, max_body: usize) {

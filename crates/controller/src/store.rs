@@ -65,6 +65,10 @@ impl Store {
             .map_err(open_err)?;
         conn.pragma_update(None, "synchronous", "FULL")
             .map_err(open_err)?;
+        // The state and route connections take turns at SQLite's one write lock; a route
+        // version of a full cluster takes a fraction of a second to write.
+        conn.busy_timeout(std::time::Duration::from_secs(30))
+            .map_err(open_err)?;
         conn.execute_batch(
             "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
              CREATE TABLE IF NOT EXISTS events (seq INTEGER PRIMARY KEY, doc TEXT NOT NULL);
