@@ -457,3 +457,30 @@ fn serve_refuses_to_start_without_a_token() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("FABRICSIM_TOKEN"), "{err}");
 }
+
+#[test]
+fn openapi_documents_every_endpoint() {
+    let spec = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/api/openapi.yaml"
+    ))
+    .unwrap();
+    for path in [
+        "/healthz",
+        "/metrics",
+        "/topology",
+        "/events",
+        "/demands",
+        "/demands/{id}",
+        "/jobs",
+        "/jobs/{id}",
+        "/routes",
+        "/routes/{switch}",
+        "/utilization",
+    ] {
+        assert!(
+            spec.contains(&format!("\n  {path}:\n")),
+            "{path} undocumented"
+        );
+    }
+}
