@@ -359,6 +359,14 @@ fn bad_requests_change_nothing() {
         r#"{"target": "zone0/ctsw0", "state": "derate"}"#,
         400,
     );
+    let e = refused(
+        "POST",
+        "/events",
+        t,
+        r#"{"target": "zone0/ctsw0", "state": "derate", "gbps": 800}"#,
+        400,
+    );
+    assert!(e.contains("above the 400 Gbit/s cabled"), "{e}");
     refused(
         "PUT",
         "/jobs/j",

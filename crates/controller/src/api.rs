@@ -150,11 +150,11 @@ fn route(
         }),
         ("PUT", ["demands", id]) => {
             check_id(id)?;
-            let (v, n) = ctl.put_demands(id, body::<DemandSet>(req)?)?;
+            let (v, n) = ctl.put(id, body::<DemandSet>(req)?)?;
             ok(json!({ "id": id, "state_version": v, "demands": n }))
         }
         ("DELETE", ["demands", id]) => {
-            let v = ctl.delete_demands(id)?;
+            let v = ctl.delete::<DemandSet>(id)?;
             ok(json!({ "id": id, "state_version": v }))
         }
         ("GET", ["jobs"]) => ok(ctl.read(|s| {
@@ -172,11 +172,11 @@ fn route(
         }),
         ("PUT", ["jobs", id]) => {
             check_id(id)?;
-            let (v, n) = ctl.put_job(id, body::<JobSpec>(req)?)?;
+            let (v, n) = ctl.put(id, body::<JobSpec>(req)?)?;
             ok(json!({ "id": id, "state_version": v, "demands": n }))
         }
         ("DELETE", ["jobs", id]) => {
-            let v = ctl.delete_job(id)?;
+            let v = ctl.delete::<JobSpec>(id)?;
             ok(json!({ "id": id, "state_version": v }))
         }
         ("GET", ["routes"]) => {

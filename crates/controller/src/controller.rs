@@ -8,6 +8,7 @@
 //! and swaps it in. Readers clone an `Arc` of the current route version, so they never see a
 //! half-built one, and never wait for a solve.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
@@ -17,7 +18,7 @@ use fabricsim_te::solve::SolveOptions;
 use fabricsim_te::Solver;
 
 use crate::api::ApiError;
-use crate::model::{DemandSet, FabricSpec, JobSpec, LinkEvent};
+use crate::model::{DemandSet, FabricSpec, JobSpec, LinkEvent, Row};
 use crate::routes::{self, RouteVersion};
 use crate::state::{Resolved, State};
 use crate::store::{Change, Saved, Store, StoreError};
@@ -155,7 +156,8 @@ impl Controller {
         Ok((seq, version))
     }
 
-    pub fn put_demands(&self, id: &str, doc: DemandSet) -> Result<(u64, usize), ApiError> {
+    /// Creates or replaces a demand set or a job; returns the state version and its demands.
+    pub fn put<T: Registered>(&self, id: &str, doc: T) -> Result<(u64, usize), ApiError> {
         let mut g = self.lock();
         let topo = g
             .state
@@ -165,72 +167,41 @@ impl Controller {
             .topo
             .clone();
         let rows = doc.resolve(&topo).map_err(ApiError::invalid)?;
-        let version = self.commit(&mut g, &Change::PutDemands(id, &to_json(&doc)))?;
+        let version = self.commit(&mut g, &T::put(id, &to_json(&doc)))?;
         let n = rows.len();
-        g.state
-            .demands
-            .insert(id.to_string(), Resolved { doc, rows });
+        T::registry(&mut g.state).insert(id.to_string(), Resolved { doc, rows });
         Ok((version, n))
     }
 
-    pub fn put_job(&self, id: &str, doc: JobSpec) -> Result<(u64, usize), ApiError> {
+    pub fn delete<T: Registered>(&self, id: &str) -> Result<u64, ApiError> {
         let mut g = self.lock();
-        let topo = g
-            .state
-            .fabric
-            .as_ref()
-            .ok_or_else(ApiError::no_fabric)?
-            .topo
-            .clone();
-        let rows = doc.resolve(&topo).map_err(ApiError::invalid)?;
-        let version = self.commit(&mut g, &Change::PutJob(id, &to_json(&doc)))?;
-        let n = rows.len();
-        g.state.jobs.insert(id.to_string(), Resolved { doc, rows });
-        Ok((version, n))
-    }
-
-    pub fn delete_demands(&self, id: &str) -> Result<u64, ApiError> {
-        let mut g = self.lock();
-        if !g.state.demands.contains_key(id) {
-            return Err(ApiError::not_found(format!("no demand set `{id}`")));
+        if !T::registry(&mut g.state).contains_key(id) {
+            return Err(ApiError::not_found(format!("no {} `{id}`", T::WHAT)));
         }
-        let version = self.commit(&mut g, &Change::DeleteDemands(id))?;
-        g.state.demands.remove(id);
-        Ok(version)
-    }
-
-    pub fn delete_job(&self, id: &str) -> Result<u64, ApiError> {
-        let mut g = self.lock();
-        if !g.state.jobs.contains_key(id) {
-            return Err(ApiError::not_found(format!("no job `{id}`")));
-        }
-        let version = self.commit(&mut g, &Change::DeleteJob(id))?;
-        g.state.jobs.remove(id);
+        let version = self.commit(&mut g, &T::delete(id))?;
+        T::registry(&mut g.state).remove(id);
         Ok(version)
     }
 
     /// Recomputes routes whenever the state moves past the last recomputation; never returns.
     pub fn recompute_loop(&self) -> ! {
         loop {
-            self.recompute_next(true);
+            self.recompute_next();
         }
     }
 
-    /// Recomputes once if the state moved past the last recomputation (waiting for that when
-    /// `wait`); returns whether it did.
-    pub fn recompute_next(&self, wait: bool) -> bool {
+    /// Waits for the state to move past the last recomputation, then recomputes once.
+    fn recompute_next(&self) {
         let snap = {
             let mut g = self.lock();
             while g.routed >= g.state.version {
-                if !wait {
-                    return false;
-                }
                 g = self.wake.wait(g).unwrap_or_else(|e| e.into_inner());
             }
             g.routed = g.state.version;
             g.state.snapshot()
         };
-        let Some(snap) = snap else { return false };
+        // Every change needs a fabric, so a state past version 0 has one.
+        let Some(snap) = snap else { return };
         let started = Instant::now();
         let result = routes::compute(&snap, self.solver, &self.opts).and_then(|mut rv| {
             rv.version = self.routes().version + 1;
@@ -265,7 +236,48 @@ impl Controller {
                 self.lock().last_error = Some(e);
             }
         }
-        true
+    }
+}
+
+/// The documents kept by id that resolve to demands: demand sets and jobs.
+pub trait Registered: serde::Serialize + Sized {
+    /// What one is called in messages.
+    const WHAT: &'static str;
+    fn resolve(&self, topo: &fabricsim_topology::Topology) -> Result<Vec<Row>, String>;
+    fn registry(state: &mut State) -> &mut BTreeMap<String, Resolved<Self>>;
+    fn put<'a>(id: &'a str, doc: &'a str) -> Change<'a>;
+    fn delete(id: &str) -> Change<'_>;
+}
+
+impl Registered for DemandSet {
+    const WHAT: &'static str = "demand set";
+    fn resolve(&self, topo: &fabricsim_topology::Topology) -> Result<Vec<Row>, String> {
+        DemandSet::resolve(self, topo)
+    }
+    fn registry(state: &mut State) -> &mut BTreeMap<String, Resolved<Self>> {
+        &mut state.demands
+    }
+    fn put<'a>(id: &'a str, doc: &'a str) -> Change<'a> {
+        Change::PutDemands(id, doc)
+    }
+    fn delete(id: &str) -> Change<'_> {
+        Change::DeleteDemands(id)
+    }
+}
+
+impl Registered for JobSpec {
+    const WHAT: &'static str = "job";
+    fn resolve(&self, topo: &fabricsim_topology::Topology) -> Result<Vec<Row>, String> {
+        JobSpec::resolve(self, topo)
+    }
+    fn registry(state: &mut State) -> &mut BTreeMap<String, Resolved<Self>> {
+        &mut state.jobs
+    }
+    fn put<'a>(id: &'a str, doc: &'a str) -> Change<'a> {
+        Change::PutJob(id, doc)
+    }
+    fn delete(id: &str) -> Change<'_> {
+        Change::DeleteJob(id)
     }
 }
 
@@ -294,22 +306,8 @@ fn rebuild(saved: &Saved) -> Result<(State, RouteVersion), StartError> {
             .map_err(|e| stored(&what, e))?;
         state.apply_event(*seq, event, resolved);
     }
-    for (id, doc) in &saved.demands {
-        let what = format!("demand set `{id}`");
-        let doc: DemandSet = stored_doc(&what, doc)?;
-        let rows = doc
-            .resolve(topo_for(&what)?)
-            .map_err(|e| stored(&what, e))?;
-        state.demands.insert(id.clone(), Resolved { doc, rows });
-    }
-    for (id, doc) in &saved.jobs {
-        let what = format!("job `{id}`");
-        let doc: JobSpec = stored_doc(&what, doc)?;
-        let rows = doc
-            .resolve(topo_for(&what)?)
-            .map_err(|e| stored(&what, e))?;
-        state.jobs.insert(id.clone(), Resolved { doc, rows });
-    }
+    restore::<DemandSet>(&mut state, topo.as_deref(), &saved.demands)?;
+    restore::<JobSpec>(&mut state, topo.as_deref(), &saved.jobs)?;
     state.version = saved.state_version;
     // A route version that does not parse is recomputed rather than refused: routes are derived.
     let routes = saved
@@ -318,6 +316,21 @@ fn rebuild(saved: &Saved) -> Result<(State, RouteVersion), StartError> {
         .and_then(|doc| serde_json::from_str::<RouteVersion>(doc).ok())
         .unwrap_or_default();
     Ok((state, routes))
+}
+
+fn restore<T: Registered + serde::de::DeserializeOwned>(
+    state: &mut State,
+    topo: Option<&fabricsim_topology::Topology>,
+    saved: &[(String, String)],
+) -> Result<(), StartError> {
+    for (id, doc) in saved {
+        let what = format!("{} `{id}`", T::WHAT);
+        let topo = topo.ok_or_else(|| stored(&what, "no fabric is stored".into()))?;
+        let doc: T = stored_doc(&what, doc)?;
+        let rows = doc.resolve(topo).map_err(|e| stored(&what, e))?;
+        T::registry(state).insert(id.clone(), Resolved { doc, rows });
+    }
+    Ok(())
 }
 
 fn stored(what: &str, error: String) -> StartError {

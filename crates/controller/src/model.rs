@@ -87,7 +87,12 @@ impl LinkEvent {
             (EventKind::Down, None) => LinkCondition::Down,
             (EventKind::Up, None) => LinkCondition::Up,
             (EventKind::Derate, Some(g)) if g.is_finite() && g > 0.0 => {
-                LinkCondition::Derated(Bandwidth((g * 1e9 / 8.0) as u64))
+                let rate = Bandwidth((g * 1e9 / 8.0) as u64);
+                if let Some(&l) = links.iter().find(|&&l| rate > topo.link(l).capacity) {
+                    let cabled = topo.link(l).capacity.as_gbps();
+                    return Err(format!("gbps: {g} is above the {cabled} Gbit/s cabled"));
+                }
+                LinkCondition::Derated(rate)
             }
             (EventKind::Derate, _) => {
                 return Err("gbps: `derate` needs a capacity in Gbit/s above zero".into())
