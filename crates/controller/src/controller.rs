@@ -1,9 +1,10 @@
 //! The controller: state behind one lock, changes made durable before they are acknowledged,
 //! and route versions recomputed on their own thread and published whole.
 //!
-//! A change is resolved against the fabric (a bad document changes nothing), committed to the
-//! store in one transaction, then applied in memory, all under the state lock; the state
-//! version it makes is what the client gets back. The recompute thread wakes on a new state
+//! A change is resolved against the fabric without the lock (a bad document changes nothing;
+//! a job's resolution plans its collective), then committed to the store in one transaction and
+//! applied in memory under the state lock, provided the fabric is still the one it was resolved
+//! against (409 otherwise); the state version it makes is what the client gets back. The recompute thread wakes on a new state
 //! version, snapshots the state under the lock, solves without it, persists the route version
 //! and swaps it in. Readers clone an `Arc` of the current route version, so they never see a
 //! half-built one, and never wait for a solve.
@@ -16,6 +17,7 @@ use std::time::Instant;
 
 use fabricsim_te::solve::SolveOptions;
 use fabricsim_te::Solver;
+use fabricsim_topology::Topology;
 
 use crate::api::ApiError;
 use crate::model::{DemandSet, FabricSpec, JobSpec, LinkEvent, Row};
@@ -120,6 +122,24 @@ impl Controller {
         a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
     }
 
+    /// The current fabric, to resolve a document against without holding the lock (a job's
+    /// resolution plans its collective).
+    fn topo(&self) -> Result<Arc<Topology>, ApiError> {
+        self.lock().state.topo().ok_or_else(ApiError::no_fabric)
+    }
+
+    /// The lock, provided the fabric is still the one a document was resolved against.
+    fn lock_for(&self, topo: &Arc<Topology>) -> Result<MutexGuard<'_, Inner>, ApiError> {
+        let g = self.lock();
+        match g.state.topo() {
+            Some(t) if Arc::ptr_eq(&t, topo) => Ok(g),
+            _ => Err(ApiError {
+                status: 409,
+                message: "the fabric changed while the request was checked: send it again".into(),
+            }),
+        }
+    }
+
     fn commit(&self, g: &mut Inner, change: &Change<'_>) -> Result<u64, ApiError> {
         let version = g.state.version + 1;
         g.store
@@ -141,15 +161,9 @@ impl Controller {
     }
 
     pub fn post_event(&self, event: LinkEvent) -> Result<(u64, u64), ApiError> {
-        let mut g = self.lock();
-        let topo = g
-            .state
-            .fabric
-            .as_ref()
-            .ok_or_else(ApiError::no_fabric)?
-            .topo
-            .clone();
+        let topo = self.topo()?;
         let resolved = event.resolve(&topo).map_err(ApiError::invalid)?;
+        let mut g = self.lock_for(&topo)?;
         let seq = g.state.next_event_seq();
         let version = self.commit(&mut g, &Change::Event(seq, &to_json(&event)))?;
         g.state.apply_event(seq, event, resolved);
@@ -158,15 +172,9 @@ impl Controller {
 
     /// Creates or replaces a demand set or a job; returns the state version and its demands.
     pub fn put<T: Registered>(&self, id: &str, doc: T) -> Result<(u64, usize), ApiError> {
-        let mut g = self.lock();
-        let topo = g
-            .state
-            .fabric
-            .as_ref()
-            .ok_or_else(ApiError::no_fabric)?
-            .topo
-            .clone();
+        let topo = self.topo()?;
         let rows = doc.resolve(&topo).map_err(ApiError::invalid)?;
+        let mut g = self.lock_for(&topo)?;
         let version = self.commit(&mut g, &T::put(id, &to_json(&doc)))?;
         let n = rows.len();
         T::registry(&mut g.state).insert(id.to_string(), Resolved { doc, rows });
@@ -243,7 +251,7 @@ impl Controller {
 pub trait Registered: serde::Serialize + Sized {
     /// What one is called in messages.
     const WHAT: &'static str;
-    fn resolve(&self, topo: &fabricsim_topology::Topology) -> Result<Vec<Row>, String>;
+    fn resolve(&self, topo: &Topology) -> Result<Vec<Row>, String>;
     fn registry(state: &mut State) -> &mut BTreeMap<String, Resolved<Self>>;
     fn put<'a>(id: &'a str, doc: &'a str) -> Change<'a>;
     fn delete(id: &str) -> Change<'_>;
@@ -251,7 +259,7 @@ pub trait Registered: serde::Serialize + Sized {
 
 impl Registered for DemandSet {
     const WHAT: &'static str = "demand set";
-    fn resolve(&self, topo: &fabricsim_topology::Topology) -> Result<Vec<Row>, String> {
+    fn resolve(&self, topo: &Topology) -> Result<Vec<Row>, String> {
         DemandSet::resolve(self, topo)
     }
     fn registry(state: &mut State) -> &mut BTreeMap<String, Resolved<Self>> {
@@ -267,7 +275,7 @@ impl Registered for DemandSet {
 
 impl Registered for JobSpec {
     const WHAT: &'static str = "job";
-    fn resolve(&self, topo: &fabricsim_topology::Topology) -> Result<Vec<Row>, String> {
+    fn resolve(&self, topo: &Topology) -> Result<Vec<Row>, String> {
         JobSpec::resolve(self, topo)
     }
     fn registry(state: &mut State) -> &mut BTreeMap<String, Resolved<Self>> {
@@ -293,7 +301,7 @@ fn rebuild(saved: &Saved) -> Result<(State, RouteVersion), StartError> {
         let topo = spec.build().map_err(|e| stored("fabric", e))?;
         state.set_fabric(spec, topo);
     }
-    let topo = state.fabric.as_ref().map(|f| f.topo.clone());
+    let topo = state.topo();
     let topo_for = |what: &str| {
         topo.as_deref()
             .ok_or_else(|| stored(what, "no fabric is stored".into()))
@@ -320,7 +328,7 @@ fn rebuild(saved: &Saved) -> Result<(State, RouteVersion), StartError> {
 
 fn restore<T: Registered + serde::de::DeserializeOwned>(
     state: &mut State,
-    topo: Option<&fabricsim_topology::Topology>,
+    topo: Option<&Topology>,
     saved: &[(String, String)],
 ) -> Result<(), StartError> {
     for (id, doc) in saved {

@@ -74,6 +74,10 @@ impl State {
         self.events.push((seq, event));
     }
 
+    pub fn topo(&self) -> Option<Arc<Topology>> {
+        self.fabric.as_ref().map(|f| Arc::clone(&f.topo))
+    }
+
     pub fn next_event_seq(&self) -> u64 {
         self.events.last().map_or(1, |&(s, _)| s + 1)
     }
