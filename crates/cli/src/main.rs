@@ -5,6 +5,7 @@
 //! else (an output file that could not be written).
 
 mod bench;
+mod calibrate;
 mod failure;
 mod flows;
 mod output;
@@ -50,6 +51,8 @@ enum Command {
     Te(te::TeCommand),
     /// Run the centralized TE controller: an HTTP JSON API over a SQLite database.
     Serve(serve::ServeArgs),
+    /// Compare the compute model with kernels measured on a GPU.
+    Calibrate(calibrate::CalibrateArgs),
 }
 
 fn main() -> ExitCode {
@@ -70,6 +73,7 @@ fn main() -> ExitCode {
         Command::Replay(args) => run::replay(*args),
         Command::Te(cmd) => te::run(cmd),
         Command::Serve(args) => serve::run(args),
+        Command::Calibrate(args) => calibrate::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

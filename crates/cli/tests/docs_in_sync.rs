@@ -63,3 +63,22 @@ fn presets_page_lists_every_parameter_with_its_default() {
         }
     }
 }
+
+#[test]
+fn calibration_page_shows_the_model_against_both_measurements() {
+    let page = repo_file("docs/calibration.md");
+    let shown = block_after(&page, "## How far the model is from the measurements");
+    let measured = |file: &str| {
+        format!(
+            "{}/../../docs/calibration/{file}",
+            env!("CARGO_MANIFEST_DIR")
+        )
+    };
+    let h100 = fabricsim(&["calibrate", &measured("h100-sxm.csv")]);
+    let h200 = fabricsim(&["calibrate", &measured("h200.csv"), "--gpu", "H200"]);
+    let expected = format!(
+        "$ fabricsim calibrate docs/calibration/h100-sxm.csv\n{h100}\
+         $ fabricsim calibrate docs/calibration/h200.csv --gpu H200\n{h200}"
+    );
+    assert_eq!(shown, expected);
+}

@@ -1,16 +1,18 @@
 //! The compute and memory model: how long a kernel takes on a GPU.
 //!
-//! Model: a roofline with per-class efficiencies (not calibrated on hardware in this repository;
-//! the figures are the vendors' dense BF16 peaks and HBM bandwidths, and the efficiencies are
-//! documented assumptions in `docs/workloads.md`):
+//! Model: a roofline with per-class efficiencies. The peaks are the vendors' dense BF16 rates and
+//! HBM bandwidths; the efficiencies were fitted to kernels measured on an H100 SXM (cuBLAS GEMMs
+//! and cuDNN fused attention at Llama 3 shapes, `docs/calibration.md`, the measurements in
+//! `docs/calibration/h100-sxm.csv`) and are assumed for the other GPUs:
 //!
-//! `time = max(flops / (peak · e_class), bytes / (hbm · e_mem)) + launch`
+//! `time = max(flops / (peak · e_class), bytes / (hbm · e_mem)) + t_fixed`
 //!
-//! - GEMM: `e = e_gemm · q(m, 128) · q(n, 128) · q(k, 64) · s`, where `q(d, t) = d / (t·⌈d/t⌉)`
-//!   is tile quantisation (a dimension that is not a multiple of the tile wastes the last tile)
-//!   and `s = W / (W + W₀)` a small-problem factor for GEMMs too small to fill the SMs
-//!   (`W = m·n·k`, `W₀ = 2²⁴`, about a 256³ GEMM, where half the peak is reached).
-//! - Attention (fused, flash-attention style): `e_attn`.
+//! - GEMM: `e = e_gemm · q(m, 128) · q(n, 128) · q(k, 64)`, where `q(d, t) = d / (t·⌈d/t⌉)` is
+//!   tile quantisation (a dimension that is not a multiple of the tile wastes the last tile).
+//!   Small GEMMs are slow through `t_fixed` alone: the fit found no further small-problem term.
+//! - Fused causal attention, forward and backward apart: `e = e_attn · B / (B + B₀)` with
+//!   `B = heads · ⌈q/128⌉` the kernel's blocks (its shape is `[q tokens, key tokens, heads]`):
+//!   few heads on short sequences leave SMs idle.
 //! - Element-wise and other: compute at `e_gemm`, usually memory-bound.
 //! - A kernel with a measured time and no FLOP count (a trace's `duration_micros`) takes that time.
 
@@ -34,22 +36,31 @@ pub struct GpuSpec {
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
 pub struct Efficiency {
     pub gemm: f64,
+    /// Fused causal attention, forward; of its executed FLOPs.
     pub attention: f64,
+    /// Its backward.
+    pub attention_bwd: f64,
+    /// Blocks at which attention reaches half its efficiency, forward and backward.
+    pub attention_blocks: f64,
+    pub attention_bwd_blocks: f64,
     pub memory: f64,
-    /// Fixed cost per kernel, ns.
+    /// Fixed time per kernel (launch and ramp), ns.
     pub launch_ns: u64,
 }
 
 impl Default for Efficiency {
-    /// Large BF16 GEMMs reach 70-80 % of the dense peak on Hopper; fused attention about 60 %
-    /// of it in the forward pass and less in the backward, taken together as 55 %; streaming
-    /// kernels reach about 85 % of HBM bandwidth.
+    /// Fitted to an H100 SXM (`tools/calibrate/fit.py` on `docs/calibration/h100-sxm.csv`):
+    /// 163 GEMMs within 5.2 % RMS, 18 attention forwards within 3.2 %, 18 backwards within
+    /// 5.0 %; the memory figure is the median of a device copy and residual adds.
     fn default() -> Self {
         Efficiency {
-            gemm: 0.75,
-            attention: 0.55,
-            memory: 0.85,
-            launch_ns: 2_000,
+            gemm: 0.72,
+            attention: 0.605,
+            attention_bwd: 0.40,
+            attention_blocks: 120.0,
+            attention_bwd_blocks: 105.0,
+            memory: 0.89,
+            launch_ns: 6_500,
         }
     }
 }
@@ -110,6 +121,17 @@ fn quantisation(d: u32, tile: u32) -> f64 {
     f64::from(d) / f64::from(tiles * tile)
 }
 
+/// `B / (B + B₀)` for an attention kernel of shape `[q, key tokens, heads]`; 1 without a shape.
+fn occupancy(c: &Compute, half: f64) -> f64 {
+    match c.shape {
+        Some([q, _, heads]) => {
+            let blocks = f64::from(heads) * f64::from(q.div_ceil(128));
+            blocks / (blocks + half)
+        }
+        None => 1.0,
+    }
+}
+
 impl ComputeModel {
     pub fn new(gpu: GpuSpec) -> ComputeModel {
         ComputeModel {
@@ -124,17 +146,12 @@ impl ComputeModel {
         match c.class {
             OpClass::Gemm => match c.shape {
                 Some([m, n, k]) => {
-                    let work = f64::from(m) * f64::from(n) * f64::from(k);
-                    let small = work / (work + (1u64 << 24) as f64);
-                    e.gemm
-                        * quantisation(m, 128)
-                        * quantisation(n, 128)
-                        * quantisation(k, 64)
-                        * small
+                    e.gemm * quantisation(m, 128) * quantisation(n, 128) * quantisation(k, 64)
                 }
                 None => e.gemm,
             },
-            OpClass::Attention => e.attention,
+            OpClass::Attention => e.attention * occupancy(c, e.attention_blocks),
+            OpClass::AttentionBackward => e.attention_bwd * occupancy(c, e.attention_bwd_blocks),
             OpClass::Elementwise | OpClass::Other => e.gemm,
         }
     }

@@ -21,8 +21,10 @@ use fabricsim_topology::Nanos;
 pub enum OpClass {
     /// A matrix multiply; its shape sets its efficiency.
     Gemm,
-    /// Fused attention (flash-attention style).
+    /// Fused attention (flash-attention style), forward.
     Attention,
+    /// Its backward.
+    AttentionBackward,
     /// Element-wise and normalisation kernels: memory-bound.
     Elementwise,
     /// Anything else (a traced kernel with a FLOP and byte count).
@@ -34,6 +36,7 @@ impl OpClass {
         match self {
             OpClass::Gemm => "gemm",
             OpClass::Attention => "attention",
+            OpClass::AttentionBackward => "attention-bwd",
             OpClass::Elementwise => "elementwise",
             OpClass::Other => "other",
         }
@@ -48,7 +51,7 @@ pub struct Compute {
     pub flops: f64,
     /// Bytes moved to and from HBM.
     pub bytes: f64,
-    /// GEMM shape `[m, n, k]` when known.
+    /// GEMM shape `[m, n, k]`, or attention's `[query tokens, key tokens, heads]`, when known.
     pub shape: Option<[u32; 3]>,
     /// A measured time (a trace's `duration_micros`), used when there is no FLOP count.
     pub duration: Option<Nanos>,

@@ -4,8 +4,10 @@
 //! model). They come from Chakra execution traces ([`chakra`], read and written) or from the
 //! LLM training generator ([`llm`]: a model, TP/SP, CP, PP with 1F1B or interleaved schedules,
 //! DP as DDP or FSDP, EP). [`compute`] says how long a kernel takes on a given GPU (a roofline
-//! with per-class efficiencies) and [`llm::memory`] whether a configuration fits in HBM.
+//! with per-class efficiencies, fitted to measured kernels: [`calibration`]) and [`llm::memory`]
+//! whether a configuration fits in HBM.
 
+pub mod calibration;
 pub mod chakra;
 pub mod compute;
 pub mod graph;

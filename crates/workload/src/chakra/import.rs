@@ -231,6 +231,7 @@ pub fn from_traces(
                     let class = match attrs.str("fabricsim_class") {
                         Some("gemm") => OpClass::Gemm,
                         Some("attention") => OpClass::Attention,
+                        Some("attention-bwd") => OpClass::AttentionBackward,
                         Some("elementwise") => OpClass::Elementwise,
                         _ => OpClass::Other,
                     };

@@ -360,17 +360,26 @@ impl Emitter<'_> {
         2 * u64::from(self.t.micro_batch) * u64::from(self.t.seq) * kv_local * BF16
     }
 
-    fn attention(&self, passes: f64) -> Compute {
+    /// Fused causal attention of one micro-batch, forward (`OpClass::Attention`) or backward:
+    /// the kernel executes half the dense `4·q·s·hd` FLOPs (the causal mask skips the upper
+    /// triangle; under CP, load-balanced chunks keep the half), and the backward twice that.
+    fn attention(&self, class: OpClass) -> Compute {
         let m = &self.t.model;
-        let hd = u64::from(m.heads) * m.head_dim() / self.tp();
+        let heads = u64::from(m.heads) / self.tp();
+        let hd = heads * m.head_dim();
         let q = self.tokens();
         let s = u64::from(self.t.seq);
         let b = u64::from(self.t.micro_batch);
+        let passes = if class == OpClass::AttentionBackward {
+            2.0
+        } else {
+            1.0
+        };
         Compute {
-            class: OpClass::Attention,
-            flops: passes * 4.0 * (b * (q / b) * s * hd) as f64,
+            class,
+            flops: passes * 2.0 * (q * s * hd) as f64,
             bytes: passes * (BF16 * (2 * q * hd + 2 * b * s * hd)) as f64,
-            shape: None,
+            shape: Some([q as u32, s as u32, heads as u32]),
             duration: None,
         }
     }
@@ -397,7 +406,7 @@ impl Emitter<'_> {
             self.cp,
             vec![qkv],
         );
-        let att = self.attention(1.0);
+        let att = self.attention(OpClass::Attention);
         let a = self.compute(&format!("layer{l}/attention{tag}"), att, &x);
         let heads_local = u64::from(m.heads) * hd / tp;
         let o = self.compute(
@@ -529,10 +538,10 @@ impl Emitter<'_> {
             &x,
         );
         if self.t.recompute == Recompute::Selective {
-            let att = self.attention(1.0);
+            let att = self.attention(OpClass::Attention);
             self.compute(&format!("layer{l}/attention-recompute"), att, &[o]);
         }
-        let att = self.attention(2.0);
+        let att = self.attention(OpClass::AttentionBackward);
         let a = self.compute(&format!("layer{l}/attention-bwd"), att, &[o]);
         let kv = self.kv_bytes();
         let x = self.coll(
