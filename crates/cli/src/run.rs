@@ -5,13 +5,15 @@ use std::path::{Path, PathBuf};
 
 use anyhow::anyhow;
 use clap::Args;
+use fabricsim_cluster::control::{TeConfig, Trigger};
 use fabricsim_cluster::orchestrator::RunOptions;
 use fabricsim_cluster::placement::Placement;
 use fabricsim_cluster::scenario::{JobEntry, Scenario, WorkloadSource};
 use fabricsim_cluster::simulate::{build_workload, simulate, ScenarioRun, SimError};
 use fabricsim_cluster::trace::trace_json;
 use fabricsim_cluster::CommConfig;
-use fabricsim_routing::{HashConfig, Policy};
+use fabricsim_routing::HashConfig;
+use fabricsim_te::{Routing, Solver};
 use fabricsim_topology::Topology;
 use fabricsim_workload::chakra;
 use fabricsim_workload::GpuSpec;
@@ -42,7 +44,8 @@ pub struct OutputArgs {
 pub struct RunArgs {
     /// A scenario file (TOML, docs/scenarios.md); none runs the built-in default.
     scenario: Option<PathBuf>,
-    /// Override the scenario's routing policy (ecmp, eecmp, pin, spray).
+    /// Override the scenario's routing: ecmp, eecmp, pin, spray, or te (te:cspf, te:lp, te:mwu)
+    /// for the centralized TE controller.
     #[arg(long)]
     routing: Option<String>,
     /// Also write each job's workload as Chakra traces: PREFIX.<rank>.et and PREFIX.json
@@ -94,12 +97,8 @@ pub fn run(args: RunArgs) -> CmdResult {
         ),
     };
     if let Some(r) = &args.routing {
-        scenario.policy = Policy::parse(r).ok_or_else(|| {
-            input(anyhow!(
-                "--routing {r}: expected one of {}",
-                Policy::NAMES.join(", ")
-            ))
-        })?;
+        scenario.routing = Routing::parse(r)
+            .ok_or_else(|| input(anyhow!("--routing {r}: expected {}", Routing::expected())))?;
     }
     if let Some(prefix) = &args.export_chakra {
         export(&scenario, prefix)?;
@@ -145,11 +144,14 @@ pub fn replay(args: ReplayArgs) -> CmdResult {
         .map_or(args.prefix.clone(), |n| n.to_string_lossy().into_owned());
     let scenario = Scenario {
         fabric: args.fabric.source()?,
-        policy: args.routing.policy()?,
+        routing: Routing::Hashed(args.routing.policy()?),
         hash: HashConfig {
             seed: args.routing.seed,
             polarized: args.routing.polarized,
         },
+        te_period: TeConfig::new(Solver::Cspf).period,
+        te_detection: TeConfig::new(Solver::Cspf).detection,
+        events: Vec::new(),
         jobs: vec![JobEntry {
             name,
             placement,
@@ -216,10 +218,27 @@ fn render(s: &Scenario, name: &str, topo: &Topology, run: &ScenarioRun) -> Strin
         "# fabricsim run: {name}\n# fabric {} ({} GPUs), routing {}, flow engine\n",
         topo.name(),
         topo.gpus().len(),
-        s.policy.name()
+        s.routing.name()
     );
     for r in &run.reports {
         out += &r.render();
+    }
+    for e in &run.output.link_events {
+        let gbps = e.gbps.map_or(String::new(), |g| format!(" to {g} Gbit/s"));
+        let at = e.at.0 as f64 * 1e-6;
+        out += &format!("# at {at:.3} ms: {} {}{gbps}\n", e.target, e.state);
+    }
+    for te in &run.output.te {
+        out += &format!(
+            "# te at {:.3} ms ({}): {} demands, max utilization {:.3}{}\n",
+            te.at_ns as f64 * 1e-6,
+            trigger_name(te.trigger),
+            te.demands,
+            te.max_utilization,
+            te.error
+                .as_ref()
+                .map_or(String::new(), |e| format!(", kept the old table: {e}"))
+        );
     }
     out += &format!(
         "# simulated {:.3} ms: {} engine flows, {} events\n",
@@ -230,16 +249,26 @@ fn render(s: &Scenario, name: &str, topo: &Topology, run: &ScenarioRun) -> Strin
     out
 }
 
+fn trigger_name(t: Trigger) -> &'static str {
+    match t {
+        Trigger::Start => "start",
+        Trigger::Period => "period",
+        Trigger::LinkEvent => "after a link event",
+    }
+}
+
 fn json(s: &Scenario, name: &str, topo: &Topology, run: &ScenarioRun) -> String {
     let v = serde_json::json!({
         "scenario": name,
         "fabric": topo.name(),
         "gpus": topo.gpus().len(),
-        "routing": s.policy.name(),
+        "routing": s.routing.name(),
         "simulated_ms": run.output.end.0 as f64 * 1e-6,
         "flows": run.output.flows,
         "events": run.output.events,
         "jobs": run.reports,
+        "link_events": run.output.link_events,
+        "te_recomputes": run.output.te,
         "warnings": run.warnings,
     });
     let mut text = serde_json::to_string_pretty(&v).expect("reports serialise");

@@ -135,3 +135,23 @@ fn exported_chakra_replays_to_the_same_iteration() {
     assert_eq!(a["jobs"][0]["iteration_ms"], b["jobs"][0]["iteration_ms"]);
     assert_eq!(a["jobs"][0]["collectives"], b["jobs"][0]["collectives"]);
 }
+
+#[test]
+fn te_failure_scenario_reports_events_and_recomputes() {
+    let path = format!(
+        "{}/../../scenarios/te-failure.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let o = fabricsim(&["run", &path, "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["routing"], "te");
+    assert_eq!(v["link_events"].as_array().unwrap().len(), 2);
+    let te = v["te_recomputes"].as_array().unwrap();
+    let at: Vec<u64> = te.iter().map(|x| x["at_ns"].as_u64().unwrap()).collect();
+    assert_eq!(at, [0, 200_000_000]);
+    assert_eq!(te[1]["trigger"], "link-event");
+    let o = fabricsim(&["run", &path, "--routing", "te:simplex"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("te:lp"), "{}", stderr(&o));
+}

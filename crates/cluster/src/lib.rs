@@ -4,8 +4,12 @@
 //! ([`job`]) and runs them over time on one shared fabric ([`orchestrator`]): kernels on each
 //! GPU's streams, collectives as executions on the network engine, point-to-point transfers as
 //! flows. [`stats`] and [`report`] say what each job took; [`trace`] writes a Perfetto trace;
-//! [`scenario`] reads the TOML scenario files `fabricsim run` takes.
+//! [`scenario`] reads the TOML scenario files `fabricsim run` takes. [`control`] changes the
+//! fabric during a run (link events, the TE controller) and [`demand`] gives the controller the
+//! jobs' traffic matrix.
 
+pub mod control;
+pub mod demand;
 pub mod job;
 pub mod orchestrator;
 mod p2p;

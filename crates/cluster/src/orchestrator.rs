@@ -34,7 +34,8 @@ use fabricsim_routing::FlowKey;
 use fabricsim_topology::{Nanos, Topology};
 use fabricsim_workload::{ComputeModel, OpKind, Program};
 
-use crate::job::JobSpec;
+use crate::control::{LinkEvent, Recompute, ResolvedEvent, TeController, Trigger};
+use crate::job::{CommConfig, JobSpec};
 use crate::p2p::P2p;
 use crate::stats::{CollectiveKey, JobStats, Lane, Slice};
 
@@ -186,11 +187,37 @@ struct Memo {
     schedule: Option<Arc<Schedule>>,
 }
 
-type Choice = (
+/// Algorithm, protocol, and the closed-form time (ns) of a collective inside one host.
+pub(crate) type Choice = (
     fabricsim_collectives::Algorithm,
     fabricsim_collectives::Protocol,
     Option<u64>,
 );
+
+/// What NCCL's tuner picks for `op` of `bytes` on `ranks`, within the job's settings.
+pub(crate) fn choice(
+    topo: &Topology,
+    ranks: &Ranks,
+    comm: &CommConfig,
+    op: Collective,
+    bytes: u64,
+) -> Choice {
+    let bw = Bandwidths::of(topo, ranks);
+    let (best, all) = choose(op, bytes, ranks, bw);
+    let algorithm = comm
+        .algorithm
+        .filter(|a| a.supports(op))
+        .unwrap_or(best.algorithm);
+    let protocol = comm.protocol.unwrap_or_else(|| {
+        all.iter()
+            .filter(|c| c.algorithm == algorithm)
+            .min_by(|x, y| x.predicted_us.total_cmp(&y.predicted_us))
+            .map_or(best.protocol, |c| c.protocol)
+    });
+    let closed = (comm.host_closed_form && ranks.hosts().len() == 1)
+        .then(|| (predict(op, bytes, ranks, bw, algorithm, protocol) * 1e3).round() as u64);
+    (algorithm, protocol, closed)
+}
 
 /// The index of `(op, bytes)` in the group's memo, added if new.
 fn gs_memo_index(gs: &mut GroupState, op: Collective, bytes: u64) -> usize {
@@ -315,6 +342,10 @@ pub struct RunOutput {
     /// Engine variables submitted in all.
     pub flows: u64,
     pub events: u64,
+    /// Link events applied before the end.
+    pub link_events: Vec<LinkEvent>,
+    /// The TE controller's computations, with routing `te`.
+    pub te: Vec<Recompute>,
 }
 
 /// Options of a run.
@@ -344,6 +375,10 @@ pub struct Orchestrator<'t> {
     options: RunOptions,
     events: u64,
     flows: u64,
+    /// Link events in time order, and how many have been applied.
+    link_events: Vec<ResolvedEvent>,
+    applied: usize,
+    te: Option<TeController>,
 }
 
 impl<'t> Orchestrator<'t> {
@@ -432,6 +467,54 @@ impl<'t> Orchestrator<'t> {
             options,
             events: 0,
             flows: 0,
+            link_events: Vec::new(),
+            applied: 0,
+            te: None,
+        }
+    }
+
+    /// Link events to apply during the run, and the TE controller (whose first table is
+    /// programmed at time 0).
+    pub fn with_fabric_control(
+        mut self,
+        mut events: Vec<ResolvedEvent>,
+        te: Option<TeController>,
+    ) -> Self {
+        events.sort_by_key(|e| e.event.at);
+        self.link_events = events;
+        self.te = te;
+        if let Some(te) = &mut self.te {
+            te.program(&mut self.net, 0, Trigger::Start);
+        }
+        self
+    }
+
+    /// When the fabric next changes: a link event, or the TE controller acting.
+    fn next_control(&self, busy: bool) -> Option<u64> {
+        let event = self.link_events.get(self.applied).map(|e| e.event.at.0);
+        let te = self.te.as_ref().and_then(|te| te.next(busy));
+        match (event, te) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Applies the link events due at `t`, then lets the controller act.
+    fn control(&mut self, t: u64) {
+        while let Some(e) = self.link_events.get(self.applied) {
+            if e.event.at.0 > t {
+                break;
+            }
+            for &cable in &e.cables {
+                self.net.set_cable(cable, e.condition);
+            }
+            if let Some(te) = &mut self.te {
+                te.link_changed(t);
+            }
+            self.applied += 1;
+        }
+        if let Some(te) = &mut self.te {
+            te.act(&mut self.net, t);
         }
     }
 
@@ -456,16 +539,19 @@ impl<'t> Orchestrator<'t> {
         loop {
             let own = self.heap.peek().map(|Reverse(e)| e.time());
             let engine = self.net.engine().next_event().map(|t| t.0);
-            let t = match (own, engine) {
-                (Some(a), Some(b)) => a.min(b),
-                (a, b) => match a.or(b) {
-                    Some(t) => t,
-                    None => break,
-                },
+            let busy = own.is_some() || engine.is_some();
+            // With nothing moving, only a fabric change can unblock a job (a repair).
+            let unfinished = busy || self.jobs.iter().any(|j| j.done < j.total);
+            let control = self.next_control(busy).filter(|_| unfinished);
+            let Some(t) = [own, engine, control].into_iter().flatten().min() else {
+                break;
             };
             now = t;
             done.clear();
             self.net.advance(Nanos(t), &mut done);
+            if control == Some(t) {
+                self.control(t);
+            }
             for c in &done {
                 self.events += 1;
                 match self.flow_owner[c.flow.0 as usize] {
@@ -520,11 +606,17 @@ impl<'t> Orchestrator<'t> {
             .max()
             .unwrap_or(0);
         let (flows, events) = (self.flows, self.events);
+        let link_events = self.link_events[..self.applied]
+            .iter()
+            .map(|e| e.event.clone())
+            .collect();
         Ok(RunOutput {
             jobs: self.jobs.into_iter().map(|j| j.stats).collect(),
             end: Nanos(end),
             flows,
             events,
+            link_events,
+            te: self.te.map(|te| te.log).unwrap_or_default(),
         })
     }
 
@@ -831,22 +923,7 @@ impl<'t> Orchestrator<'t> {
         let (algorithm, protocol, closed_ns) = match cached {
             Some(c) => c,
             None => {
-                let bw = Bandwidths::of(topo, ranks);
-                let (best, all) = choose(op, bytes, ranks, bw);
-                let algorithm = comm
-                    .algorithm
-                    .filter(|a| a.supports(op))
-                    .unwrap_or(best.algorithm);
-                let protocol = comm.protocol.unwrap_or_else(|| {
-                    all.iter()
-                        .filter(|c| c.algorithm == algorithm)
-                        .min_by(|x, y| x.predicted_us.total_cmp(&y.predicted_us))
-                        .map_or(best.protocol, |c| c.protocol)
-                });
-                let closed = (comm.host_closed_form && ranks.hosts().len() == 1).then(|| {
-                    (predict(op, bytes, ranks, bw, algorithm, protocol) * 1e3).round() as u64
-                });
-                let c = (algorithm, protocol, closed);
+                let c = choice(topo, ranks, &comm, op, bytes);
                 self.jobs[j as usize].groups[g as usize].memo[memo].choice = Some(c);
                 c
             }

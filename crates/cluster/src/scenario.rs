@@ -6,11 +6,13 @@ use std::path::{Path, PathBuf};
 
 use fabricsim_collectives::{Algorithm, Fidelity, Protocol, QpMode};
 use fabricsim_routing::{HashConfig, Policy};
-use fabricsim_topology::FabricSource;
+use fabricsim_te::{Routing, Solver};
+use fabricsim_topology::{FabricSource, Nanos};
 use fabricsim_workload::llm::{DpMode, ModelSpec, Parallelism, Recompute, Training};
 use fabricsim_workload::GpuSpec;
 use serde::Deserialize;
 
+use crate::control::{LinkEvent, TeConfig};
 use crate::job::CommConfig;
 use crate::placement::Placement;
 
@@ -26,6 +28,8 @@ struct File {
     routing: RoutingToml,
     #[serde(default, rename = "job")]
     jobs: Vec<JobToml>,
+    #[serde(default, rename = "event")]
+    events: Vec<EventToml>,
     #[serde(default)]
     output: OutputToml,
 }
@@ -47,6 +51,18 @@ struct RoutingToml {
     seed: u64,
     #[serde(default)]
     polarized: bool,
+    te_period: Option<String>,
+    te_detection: Option<String>,
+}
+
+/// A link event (`[[event]]`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EventToml {
+    at: String,
+    target: String,
+    state: String,
+    gbps: Option<f64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -180,9 +196,13 @@ pub struct JobEntry {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Scenario {
     pub fabric: FabricSource,
-    pub policy: Policy,
+    pub routing: Routing,
     pub hash: HashConfig,
+    /// The TE controller's period and detection delay (used with routing `te`).
+    pub te_period: Nanos,
+    pub te_detection: Nanos,
     pub jobs: Vec<JobEntry>,
+    pub events: Vec<LinkEvent>,
     pub json: Option<PathBuf>,
     pub trace: Option<PathBuf>,
     pub trace_ranks: u32,
@@ -237,15 +257,47 @@ impl Scenario {
             (None, p) => FabricSource::from_args(p.as_deref(), None, &raw.fabric.set)
                 .map_err(|e| err(format!("[fabric] set: {e}")))?,
         };
-        let policy = match &raw.routing.policy {
-            None => Policy::Ecmp,
-            Some(p) => Policy::parse(p).ok_or_else(|| {
+        let routing = match &raw.routing.policy {
+            None => Routing::Hashed(Policy::Ecmp),
+            Some(p) => Routing::parse(p).ok_or_else(|| {
                 err(format!(
-                    "[routing] policy = \"{p}\": expected one of {}",
-                    Policy::NAMES.join(", ")
+                    "[routing] policy = \"{p}\": expected {}",
+                    Routing::expected()
                 ))
             })?,
         };
+        let defaults = TeConfig::new(Solver::Cspf);
+        let duration = |key: &str, v: &Option<String>, default: Nanos| match v {
+            None => Ok(default),
+            Some(_) if !matches!(routing, Routing::Te(_)) => Err(err(format!(
+                "[routing] {key}: only routing `te` has a controller"
+            ))),
+            Some(v) => v
+                .parse::<Nanos>()
+                .map_err(|e| err(format!("[routing] {key} = \"{v}\": {e}"))),
+        };
+        let te_period = duration("te_period", &raw.routing.te_period, defaults.period)?;
+        if te_period.0 == 0 {
+            return Err(err("[routing] te_period: must be above zero".into()));
+        }
+        let te_detection = duration(
+            "te_detection",
+            &raw.routing.te_detection,
+            defaults.detection,
+        )?;
+        let mut events = Vec::new();
+        for (i, e) in raw.events.iter().enumerate() {
+            let at = |what: String| err(format!("event {}: {what}", i + 1));
+            events.push(LinkEvent {
+                at: e
+                    .at
+                    .parse()
+                    .map_err(|x| at(format!("at = \"{}\": {x}", e.at)))?,
+                target: e.target.clone(),
+                state: e.state.clone(),
+                gbps: e.gbps,
+            });
+        }
         if raw.jobs.is_empty() {
             return Err(err("no [[job]]: a scenario runs at least one job".into()));
         }
@@ -294,12 +346,15 @@ impl Scenario {
         }
         Ok(Scenario {
             fabric,
-            policy,
+            routing,
             hash: HashConfig {
                 seed: raw.routing.seed,
                 polarized: raw.routing.polarized,
             },
+            te_period,
+            te_detection,
             jobs,
+            events,
             json: raw.output.json.as_deref().map(resolve),
             trace: raw.output.trace.as_deref().map(resolve),
             trace_ranks: raw.output.trace_ranks.unwrap_or(16),

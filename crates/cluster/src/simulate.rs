@@ -2,12 +2,15 @@
 //! every job on one network, report.
 
 use fabricsim_netsim::{FlowEngine, Network};
-use fabricsim_routing::Router;
+use fabricsim_routing::{Policy, Router};
+use fabricsim_te::{Routing, TrafficMatrix};
 use fabricsim_topology::{LoadError, Topology};
 use fabricsim_workload::chakra::{import, ChakraError};
 use fabricsim_workload::llm::{generate, LlmError};
 use fabricsim_workload::{ComputeModel, Workload};
 
+use crate::control::{TeConfig, TeController};
+use crate::demand::job_traffic;
 use crate::job::JobSpec;
 use crate::orchestrator::{Orchestrator, RunError, RunOptions, RunOutput};
 use crate::placement::{place, PlacementError};
@@ -24,6 +27,8 @@ pub enum SimError {
     Chakra { job: String, error: ChakraError },
     #[error("job `{job}`: placement: {error}")]
     Placement { job: String, error: PlacementError },
+    #[error("event {index}: {error}")]
+    Event { index: usize, error: String },
     #[error(transparent)]
     Run(#[from] RunError),
 }
@@ -102,12 +107,41 @@ pub fn simulate(
             comm: j.comm,
         });
     }
+    let mut events = Vec::new();
+    for (i, e) in s.events.iter().enumerate() {
+        events.push(e.resolve(topo).map_err(|error| SimError::Event {
+            index: i + 1,
+            error,
+        })?);
+    }
+    let (policy, te) = match s.routing {
+        Routing::Hashed(policy) => (policy, None),
+        Routing::Te(solver) => {
+            let mut rows = Vec::new();
+            for job in &jobs {
+                rows.extend(job_traffic(topo, job)?);
+            }
+            let config = TeConfig {
+                solver,
+                period: s.te_period,
+                detection: s.te_detection,
+            };
+            let demand = TrafficMatrix::from_bytes(topo, rows);
+            // The underlay until the controller programs its first table, at time 0.
+            (
+                Policy::Ecmp,
+                Some(TeController::new(config, demand, s.hash)),
+            )
+        }
+    };
     let net = Network::new(
         topo,
-        Router::new(topo, s.policy, s.hash),
+        Router::new(topo, policy, s.hash),
         FlowEngine::new(topo),
     );
-    let output = Orchestrator::new(net, jobs, options).run(progress)?;
+    let output = Orchestrator::new(net, jobs, options)
+        .with_fabric_control(events, te)
+        .run(progress)?;
     Ok(ScenarioRun {
         reports: output.jobs.iter().map(JobReport::new).collect(),
         output,

@@ -6,11 +6,11 @@ use std::collections::BTreeMap;
 
 use fabricsim_collectives::bench::{traffic, Bench};
 use fabricsim_collectives::{Algorithm, Collective, Ranks};
-use fabricsim_routing::{cables_named, LinkCondition};
+use fabricsim_routing::{cables_named, event_condition, LinkCondition};
 use fabricsim_te::TrafficMatrix;
 use fabricsim_topology::format::read_json;
 use fabricsim_topology::presets;
-use fabricsim_topology::{Bandwidth, LinkId, NodeId, NodeKind, Topology};
+use fabricsim_topology::{LinkId, NodeId, NodeKind, Topology};
 use serde::{Deserialize, Serialize};
 
 /// Most demands one set may hold, and most GPUs one job may place.
@@ -67,6 +67,16 @@ pub enum EventKind {
     Derate,
 }
 
+impl EventKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            EventKind::Down => "down",
+            EventKind::Up => "up",
+            EventKind::Derate => "derate",
+        }
+    }
+}
+
 /// `POST /events`: a switch, a NIC or a cable (`A--B`) goes down, comes back up, or runs at a
 /// reduced capacity. Events apply in the order the controller acknowledged them.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -83,22 +93,7 @@ impl LinkEvent {
     /// The directed links the event touches and the condition they take.
     pub fn resolve(&self, topo: &Topology) -> Result<(Vec<LinkId>, LinkCondition), String> {
         let links = cables_named(topo, &self.target).map_err(|e| format!("target: {e}"))?;
-        let condition = match (self.state, self.gbps) {
-            (EventKind::Down, None) => LinkCondition::Down,
-            (EventKind::Up, None) => LinkCondition::Up,
-            (EventKind::Derate, Some(g)) if g.is_finite() && g > 0.0 => {
-                let rate = Bandwidth((g * 1e9 / 8.0) as u64);
-                if let Some(&l) = links.iter().find(|&&l| rate > topo.link(l).capacity) {
-                    let cabled = topo.link(l).capacity.as_gbps();
-                    return Err(format!("gbps: {g} is above the {cabled} Gbit/s cabled"));
-                }
-                LinkCondition::Derated(rate)
-            }
-            (EventKind::Derate, _) => {
-                return Err("gbps: `derate` needs a capacity in Gbit/s above zero".into())
-            }
-            (_, Some(_)) => return Err("gbps: only a `derate` event has a capacity".into()),
-        };
+        let condition = event_condition(topo, &links, self.state.name(), self.gbps)?;
         let mut both: Vec<LinkId> = links.iter().flat_map(|&l| [l, l.reverse()]).collect();
         both.sort();
         both.dedup();

@@ -13,7 +13,9 @@
 
 use std::collections::HashMap;
 
-use fabricsim_routing::{FlowKey, LinkCondition, LinkState, Route, RouteError, Router};
+use fabricsim_routing::{
+    FlowKey, LinkCondition, LinkState, Route, RouteError, Router, RoutingPolicy,
+};
 use fabricsim_topology::{Bandwidth, LinkId, Nanos, Topology};
 
 use crate::engine::{Completion, Engine, FlowId, FlowSpec};
@@ -135,6 +137,15 @@ impl<'t, E: Engine> Network<'t, E> {
 
     pub fn link_state(&self) -> &LinkState {
         &self.state
+    }
+
+    /// Replaces the routing policy for flows submitted from now on; flows in flight keep their
+    /// paths (until a link they cross goes down).
+    pub fn set_policy(&mut self, policy: Box<dyn RoutingPolicy + 't>) {
+        self.router.set_policy(policy);
+        if let Some(memo) = &mut self.memo {
+            memo.routes.clear();
+        }
     }
 
     /// Routes `key` and submits `bytes` on it at the engine's current time.

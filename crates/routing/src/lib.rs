@@ -18,7 +18,7 @@ pub mod link_state;
 pub mod router;
 
 pub use key::{FlowKey, ROCEV2_PORT};
-pub use link_state::{cables_named, DownError, LinkCondition, LinkState};
+pub use link_state::{cables_named, event_condition, DownError, LinkCondition, LinkState};
 pub use router::{
     HashConfig, HashedPolicy, PathFinder, Policy, Route, RouteError, Router, RoutingPolicy,
 };

@@ -114,6 +114,31 @@ pub fn cables_named(topo: &Topology, name: &str) -> Result<Vec<LinkId>, DownErro
     Ok(topo.out_links(n).to_vec())
 }
 
+/// The condition a link event gives `links`: `down`, `up`, or `derate` to `gbps` Gbit/s, which
+/// must be above zero and at most each link's cabled capacity.
+pub fn event_condition(
+    topo: &Topology,
+    links: &[LinkId],
+    state: &str,
+    gbps: Option<f64>,
+) -> Result<LinkCondition, String> {
+    match (state, gbps) {
+        ("down", None) => Ok(LinkCondition::Down),
+        ("up", None) => Ok(LinkCondition::Up),
+        ("derate", Some(g)) if g.is_finite() && g > 0.0 => {
+            let rate = Bandwidth((g * 1e9 / 8.0) as u64);
+            if let Some(&l) = links.iter().find(|&&l| rate > topo.link(l).capacity) {
+                let cabled = topo.link(l).capacity.as_gbps();
+                return Err(format!("gbps: {g} is above the {cabled} Gbit/s cabled"));
+            }
+            Ok(LinkCondition::Derated(rate))
+        }
+        ("derate", _) => Err("gbps: `derate` needs a capacity in Gbit/s above zero".into()),
+        ("down" | "up", Some(_)) => Err("gbps: only a `derate` event has a capacity".into()),
+        (s, _) => Err(format!("state: `{s}`, expected down, up or derate")),
+    }
+}
+
 fn a_name(topo: &Topology, n: fabricsim_topology::NodeId) -> String {
     topo.node_name(n).to_string()
 }

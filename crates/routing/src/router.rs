@@ -742,6 +742,11 @@ impl<'t> Router<'t> {
         self.policy.as_ref()
     }
 
+    /// Replaces the policy (a controller programming a new TE table).
+    pub fn set_policy(&mut self, policy: Box<dyn RoutingPolicy + 't>) {
+        self.policy = policy;
+    }
+
     /// Routes `key`: over NVLink inside a host, else under the policy.
     pub fn route(&mut self, state: &LinkState, key: &FlowKey) -> Result<Route, RouteError> {
         self.paths.check_gpu(key.src)?;
