@@ -82,3 +82,22 @@ fn calibration_page_shows_the_model_against_both_measurements() {
     );
     assert_eq!(shown, expected);
 }
+
+#[test]
+fn run_page_shows_the_real_te_failure_output() {
+    let root = format!("{}/../..", env!("CARGO_MANIFEST_DIR"));
+    let o = Command::new(env!("CARGO_BIN_EXE_fabricsim"))
+        .args(["run", "scenarios/te-failure.toml"])
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let page = repo_file("docs/commands/run.md");
+    let shown = block_after(&page, "## Example: centralized TE and a failure");
+    assert_eq!(
+        shown
+            .strip_prefix("$ fabricsim run scenarios/te-failure.toml\n")
+            .unwrap(),
+        String::from_utf8(o.stdout).unwrap()
+    );
+}
