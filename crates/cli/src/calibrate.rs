@@ -27,13 +27,11 @@ pub struct CalibrateArgs {
 /// A row's group: its family, and for attention the implementation and pass
 /// (`attention-cudnn_attention bwd`).
 fn group(r: &Measured) -> Option<String> {
-    if r.family == "attention" {
-        let mut words = r.name.rsplit(' ');
-        let (pass, op) = (words.next()?, words.next()?);
-        Some(format!("{op} {pass}"))
+    Some(if r.family == "attention" {
+        format!("{} {}", r.op, r.kernel)
     } else {
-        Some(r.family.clone())
-    }
+        r.family.clone()
+    })
 }
 
 pub fn run(args: CalibrateArgs) -> CmdResult {

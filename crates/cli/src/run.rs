@@ -13,7 +13,7 @@ use fabricsim_cluster::simulate::{build_workload, simulate, ScenarioRun, SimErro
 use fabricsim_cluster::trace::trace_json;
 use fabricsim_cluster::CommConfig;
 use fabricsim_routing::HashConfig;
-use fabricsim_te::{Routing, Solver};
+use fabricsim_te::Routing;
 use fabricsim_topology::Topology;
 use fabricsim_workload::chakra;
 use fabricsim_workload::GpuSpec;
@@ -149,8 +149,8 @@ pub fn replay(args: ReplayArgs) -> CmdResult {
             seed: args.routing.seed,
             polarized: args.routing.polarized,
         },
-        te_period: TeConfig::new(Solver::Cspf).period,
-        te_detection: TeConfig::new(Solver::Cspf).detection,
+        te_period: TeConfig::DEFAULT_PERIOD,
+        te_detection: TeConfig::DEFAULT_DETECTION,
         events: Vec::new(),
         jobs: vec![JobEntry {
             name,

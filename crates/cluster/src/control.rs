@@ -25,11 +25,16 @@ pub struct TeConfig {
 }
 
 impl TeConfig {
+    /// Meta's controller runs about every 30 s (REFERENCE.md §1).
+    pub const DEFAULT_PERIOD: Nanos = Nanos(30_000_000_000);
+    /// An assumption: noticing a failure, solving and programming take about a second.
+    pub const DEFAULT_DETECTION: Nanos = Nanos(1_000_000_000);
+
     pub fn new(solver: Solver) -> TeConfig {
         TeConfig {
             solver,
-            period: Nanos(30_000_000_000),
-            detection: Nanos(1_000_000_000),
+            period: Self::DEFAULT_PERIOD,
+            detection: Self::DEFAULT_DETECTION,
         }
     }
 }

@@ -24,6 +24,19 @@ pub fn job_traffic(topo: &Topology, job: &JobSpec) -> Result<Vec<(NodeId, NodeId
         job: job.name.clone(),
         error,
     };
+    // Each program's collectives (group slot, operation, size) and sends (peer slot, size),
+    // read once: many ranks and groups share a program.
+    let mut colls: Vec<Vec<(u16, Collective, u64)>> = vec![Vec::new(); w.programs.len()];
+    let mut sends: Vec<Vec<(u16, u64)>> = vec![Vec::new(); w.programs.len()];
+    for (p, prog) in w.programs.iter().enumerate() {
+        for op in &prog.ops {
+            match op.kind {
+                OpKind::Collective { op, bytes, group } => colls[p].push((group, op, bytes)),
+                OpKind::Send { peer, bytes, .. } => sends[p].push((peer, bytes)),
+                _ => {}
+            }
+        }
+    }
     let mut rows = Vec::new();
     for (g, group) in w.groups.iter().enumerate() {
         let Some(&first) = group.ranks.first() else {
@@ -37,11 +50,9 @@ pub fn job_traffic(topo: &Topology, job: &JobSpec) -> Result<Vec<(NodeId, NodeId
         // Every member issues the same collectives on the group: count the first member's.
         let binding = &w.ranks[first as usize];
         let mut issued: BTreeMap<(Collective, u64), u64> = BTreeMap::new();
-        for op in &w.program_of(first).ops {
-            if let OpKind::Collective { op, bytes, group } = op.kind {
-                if binding.groups[group as usize] as usize == g {
-                    *issued.entry((op, bytes)).or_default() += 1;
-                }
+        for &(slot, op, bytes) in &colls[binding.program as usize] {
+            if binding.groups[slot as usize] as usize == g {
+                *issued.entry((op, bytes)).or_default() += 1;
             }
         }
         for ((op, bytes), count) in issued {
@@ -69,12 +80,10 @@ pub fn job_traffic(topo: &Topology, job: &JobSpec) -> Result<Vec<(NodeId, NodeId
     }
     for (r, binding) in w.ranks.iter().enumerate() {
         let src = job.gpus[r];
-        for op in &w.program_of(r as u32).ops {
-            if let OpKind::Send { peer, bytes, .. } = op.kind {
-                let dst = job.gpus[binding.peers[peer as usize] as usize];
-                if topo.host_of(src) != topo.host_of(dst) {
-                    rows.push((src, dst, bytes));
-                }
+        for &(peer, bytes) in &sends[binding.program as usize] {
+            let dst = job.gpus[binding.peers[peer as usize] as usize];
+            if topo.host_of(src) != topo.host_of(dst) {
+                rows.push((src, dst, bytes));
             }
         }
     }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use fabricsim_collectives::{Algorithm, Fidelity, Protocol, QpMode};
 use fabricsim_routing::{HashConfig, Policy};
-use fabricsim_te::{Routing, Solver};
+use fabricsim_te::Routing;
 use fabricsim_topology::{FabricSource, Nanos};
 use fabricsim_workload::llm::{DpMode, ModelSpec, Parallelism, Recompute, Training};
 use fabricsim_workload::GpuSpec;
@@ -266,7 +266,6 @@ impl Scenario {
                 ))
             })?,
         };
-        let defaults = TeConfig::new(Solver::Cspf);
         let duration = |key: &str, v: &Option<String>, default: Nanos| match v {
             None => Ok(default),
             Some(_) if !matches!(routing, Routing::Te(_)) => Err(err(format!(
@@ -276,14 +275,18 @@ impl Scenario {
                 .parse::<Nanos>()
                 .map_err(|e| err(format!("[routing] {key} = \"{v}\": {e}"))),
         };
-        let te_period = duration("te_period", &raw.routing.te_period, defaults.period)?;
+        let te_period = duration(
+            "te_period",
+            &raw.routing.te_period,
+            TeConfig::DEFAULT_PERIOD,
+        )?;
         if te_period.0 == 0 {
             return Err(err("[routing] te_period: must be above zero".into()));
         }
         let te_detection = duration(
             "te_detection",
             &raw.routing.te_detection,
-            defaults.detection,
+            TeConfig::DEFAULT_DETECTION,
         )?;
         let mut events = Vec::new();
         for (i, e) in raw.events.iter().enumerate() {

@@ -26,79 +26,78 @@ pub fn render(ctl: &Controller) -> String {
             let _ = writeln!(out, "{name}{labels} {value}");
         }
     };
-    let one = |v: f64| [(String::new(), v)];
-    metric(
-        "fabricsim_state_version",
-        "gauge",
-        "Acknowledged changes to the controller's state.",
-        &one(state_version as f64),
-    );
-    metric(
-        "fabricsim_route_version",
-        "gauge",
-        "Route versions computed.",
-        &one(rv.version as f64),
-    );
-    metric(
-        "fabricsim_route_state_version",
-        "gauge",
-        "The state version the current routes were computed for.",
-        &one(rv.state_version as f64),
-    );
-    metric(
-        "fabricsim_recomputes_total",
-        "counter",
-        "Route recomputations that published a route version.",
-        &one(c.recomputes.load(Ordering::Relaxed) as f64),
-    );
-    metric(
-        "fabricsim_recompute_errors_total",
-        "counter",
-        "Route recomputations that failed (the previous routes stay).",
-        &one(c.recompute_errors.load(Ordering::Relaxed) as f64),
-    );
-    metric(
-        "fabricsim_last_recompute_seconds",
-        "gauge",
-        "Wall time of the last recomputation, solve and persistence included.",
-        &one(c.last_recompute_us.load(Ordering::Relaxed) as f64 * 1e-6),
-    );
-    metric(
-        "fabricsim_links_down",
-        "gauge",
-        "Directed links down.",
-        &one(links_down as f64),
-    );
-    metric(
-        "fabricsim_demand_sets",
-        "gauge",
-        "Registered demand sets.",
-        &one(demand_sets as f64),
-    );
-    metric(
-        "fabricsim_jobs",
-        "gauge",
-        "Registered jobs.",
-        &one(jobs as f64),
-    );
-    metric(
-        "fabricsim_route_demands",
-        "gauge",
-        "Demands the current routes place over the fabric.",
-        &one(rv.demands as f64),
-    );
-    metric(
-        "fabricsim_route_conflicts",
-        "gauge",
-        "Demands that follow another demand's next-hop entry for part of their way.",
-        &one(rv.conflicts as f64),
-    );
-    metric(
-        "fabricsim_max_link_utilization",
-        "gauge",
-        "Max utilization of the steerable links under the current routes.",
-        &one(rv.max_utilization),
-    );
+    let single: [(&str, &str, &str, f64); 12] = [
+        (
+            "fabricsim_state_version",
+            "gauge",
+            "Acknowledged changes to the controller's state.",
+            state_version as f64,
+        ),
+        (
+            "fabricsim_route_version",
+            "gauge",
+            "Route versions computed.",
+            rv.version as f64,
+        ),
+        (
+            "fabricsim_route_state_version",
+            "gauge",
+            "The state version the current routes were computed for.",
+            rv.state_version as f64,
+        ),
+        (
+            "fabricsim_recomputes_total",
+            "counter",
+            "Route recomputations that published a route version.",
+            c.recomputes.load(Ordering::Relaxed) as f64,
+        ),
+        (
+            "fabricsim_recompute_errors_total",
+            "counter",
+            "Route recomputations that failed (the previous routes stay).",
+            c.recompute_errors.load(Ordering::Relaxed) as f64,
+        ),
+        (
+            "fabricsim_last_recompute_seconds",
+            "gauge",
+            "Wall time of the last recomputation, solve and persistence included.",
+            c.last_recompute_us.load(Ordering::Relaxed) as f64 * 1e-6,
+        ),
+        (
+            "fabricsim_links_down",
+            "gauge",
+            "Directed links down.",
+            links_down as f64,
+        ),
+        (
+            "fabricsim_demand_sets",
+            "gauge",
+            "Registered demand sets.",
+            demand_sets as f64,
+        ),
+        ("fabricsim_jobs", "gauge", "Registered jobs.", jobs as f64),
+        (
+            "fabricsim_route_demands",
+            "gauge",
+            "Demands the current routes place over the fabric.",
+            rv.demands as f64,
+        ),
+        (
+            "fabricsim_route_conflicts",
+            "gauge",
+            "Demands that follow another demand's next-hop entry for part of their way.",
+            rv.conflicts as f64,
+        ),
+        (
+            "fabricsim_max_link_utilization",
+            "gauge",
+            "Max utilization of the steerable links under the current routes.",
+            rv.max_utilization,
+        ),
+    ];
+    for (name, kind, help, value) in single {
+        metric(name, kind, help, &[(String::new(), value)]);
+    }
     let tiers: Vec<(String, f64)> = rv
         .tiers
         .iter()

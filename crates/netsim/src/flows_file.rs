@@ -17,6 +17,7 @@
 use std::collections::HashMap;
 
 use fabricsim_routing::{FlowKey, HashConfig, Policy, Router};
+use fabricsim_topology::text::data_lines;
 use fabricsim_topology::{Bytes, Nanos, NodeId, NodeKind, Topology};
 
 use crate::engine::{Completion, Engine};
@@ -43,11 +44,7 @@ pub enum FlowsError {
 
 /// Reads the CSV, resolving GPU names in `topo`.
 pub fn read_flows_csv(text: &str, topo: &Topology) -> Result<Vec<(usize, FlowRecord)>, FlowsError> {
-    let mut rows = text
-        .lines()
-        .enumerate()
-        .map(|(i, l)| (i + 1, l.trim()))
-        .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'));
+    let mut rows = data_lines(text);
     let Some((hline, header)) = rows.next() else {
         return Err(FlowsError::Parse {
             line: 1,

@@ -16,6 +16,7 @@
 //! when its busiest GPU runs at line rate. Rows for the same pair add up. The header line is
 //! required; `#` starts a comment line.
 
+use fabricsim_topology::text::data_lines;
 use fabricsim_topology::{Bytes, NodeId, NodeKind, Topology};
 
 /// A rate from one GPU to another, in bytes per second.
@@ -88,11 +89,7 @@ impl TrafficMatrix {
 
     /// Reads the demand CSV (module docs), resolving GPU names in `topo`.
     pub fn read_csv(text: &str, topo: &Topology) -> Result<Self, DemandError> {
-        let mut rows = text
-            .lines()
-            .enumerate()
-            .map(|(i, l)| (i + 1, l.trim()))
-            .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'));
+        let mut rows = data_lines(text);
         let Some((hline, header)) = rows.next() else {
             return Err(DemandError::Empty);
         };

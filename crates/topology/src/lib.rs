@@ -41,6 +41,7 @@ pub mod model;
 pub mod presets;
 pub mod reach;
 pub mod source;
+pub mod text;
 pub mod units;
 
 pub use builder::{TopologyBuilder, TopologyError};

@@ -17,7 +17,11 @@ pub struct Measured {
     /// 1-based line in the file.
     pub line: usize,
     pub family: String,
-    /// `op`, `kernel` and model, for reports (`llama3-70b tp8 mlp-up dgrad`).
+    /// `mlp-up`, `attention-cudnn_attention`, ...
+    pub op: String,
+    /// `fwd`, `dgrad`, `wgrad`, `bwd`.
+    pub kernel: String,
+    /// Model, TP, op and kernel, for reports (`llama3-70b tp8 mlp-up dgrad`).
     pub name: String,
     pub compute: Compute,
     pub micros: f64,
@@ -97,6 +101,8 @@ pub fn read_measured(text: &str) -> Result<Vec<Measured>, CalibrationError> {
         out.push(Measured {
             line,
             family: family.to_string(),
+            op: f[4].to_string(),
+            kernel: kernel.to_string(),
             name,
             compute,
             micros,

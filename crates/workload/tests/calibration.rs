@@ -16,11 +16,9 @@ fn measured() -> Vec<Measured> {
 fn group(r: &Measured) -> Option<String> {
     match r.family.as_str() {
         "gemm" => Some("gemm".into()),
-        "attention" if r.name.contains("cudnn") => {
-            Some(format!("attention {}", r.name.rsplit(' ').next().unwrap()))
-        }
+        "attention" if r.op.contains("cudnn") => Some(format!("attention {}", r.kernel)),
         "copy" => Some("memory".into()),
-        "elementwise" if r.name.contains("residual-add") => Some("memory".into()),
+        "elementwise" if r.op == "residual-add" => Some("memory".into()),
         _ => None,
     }
 }
@@ -50,7 +48,7 @@ fn the_uncalibrated_flash_backend_is_slower_than_the_model() {
     let rows = measured();
     let model = ComputeModel::new(GpuSpec::named("H100").unwrap());
     let flash = compare(&model, &rows, |r| {
-        r.name.contains("flash").then(|| "flash".to_string())
+        r.op.contains("flash").then(|| "flash".to_string())
     });
     assert!(flash["flash"].total_ratio < 0.7, "{:?}", flash["flash"]);
 }
