@@ -32,7 +32,7 @@ use fabricsim_topology::{Bandwidth, LinkId, Nanos, Topology};
 use smallvec::SmallVec;
 
 use crate::engine::{Completion, Engine, FlowId, FlowSpec, LinkStats};
-use crate::maxmin::{Demand, Solver};
+use crate::maxmin::{Dense, Solver};
 
 struct Flow {
     links: Vec<(u32, f64)>,
@@ -59,14 +59,35 @@ struct Link {
     load: f64,
     /// Total weight of the active flows crossing it.
     weight: f64,
-    /// During a solve: load of the flows left out of it.
-    fixed: f64,
     /// Accounting: time with any load up to `since` (ns), and the highest utilization.
     busy: u64,
     since: u64,
     peak: f64,
     /// Component search: the epoch that last visited the link.
     mark: u32,
+    /// During a solve: the link's local number (see `solve_component`).
+    slot: u32,
+}
+
+impl Link {
+    /// Accounting up to `now`: the time since the last call counts as busy if it carried load.
+    fn account(&mut self, now: u64) {
+        if now > self.since && self.load > 0.0 {
+            self.busy += now - self.since;
+        }
+        self.since = now;
+    }
+}
+
+/// Scratch for one component's solve, in the component's local link numbers: the flows'
+/// links (CSR), their caps, and per link the load that stays and the capacity left.
+#[derive(Default)]
+struct DenseScratch {
+    start: Vec<u32>,
+    links: Vec<(u32, f64)>,
+    caps: Vec<f64>,
+    fixed: Vec<f64>,
+    capacity: Vec<f64>,
 }
 
 #[derive(Clone, Copy)]
@@ -101,6 +122,7 @@ pub struct FlowEngine {
     comp_flows: Vec<u32>,
     comp_links: Vec<u32>,
     rates: Vec<f64>,
+    dense: DenseScratch,
     /// Link accounting, filled from `link` when asked for.
     stats: LinkStats,
     solves: u64,
@@ -139,6 +161,7 @@ impl FlowEngine {
             comp_flows: Vec::new(),
             comp_links: Vec::new(),
             rates: Vec::new(),
+            dense: DenseScratch::default(),
             stats: LinkStats::new(n),
             solves: 0,
             solved_flows: 0,
@@ -195,11 +218,7 @@ impl FlowEngine {
     }
 
     fn account(&mut self, l: usize) {
-        let dt = self.now.0 - self.link[l].since;
-        if dt > 0 && self.link[l].load > 0.0 {
-            self.link[l].busy += dt;
-        }
-        self.link[l].since = self.now.0;
+        self.link[l].account(self.now.0);
     }
 
     /// Takes `f` off its links: its bytes are credited, its load goes, and the links it
@@ -373,69 +392,88 @@ impl FlowEngine {
         }
         self.comp_flows.sort_unstable();
         self.solved_flows += self.comp_flows.len() as u64;
-        // What the flows left out keep on each link, and the capacity left for the rest.
-        for &l in &self.comp_links {
-            self.link[l as usize].fixed = self.link[l as usize].load;
-        }
-        for &f in &self.comp_flows {
-            let (flow, rate) = (&self.flows[f as usize], self.hot[f as usize].rate);
-            if rate.is_finite() {
-                for &(l, w) in &flow.links {
-                    self.link[l as usize].fixed -= w * rate;
-                }
-            }
-        }
-        for &l in &self.comp_links {
-            let l = l as usize;
-            self.link[l].fixed = self.link[l].fixed.max(0.0);
-        }
-        let (flows, comp, link) = (&self.flows, &self.comp_flows, &self.link);
-        // What the flows left out leave of each link's capacity.
-        self.solver.solve_with(
-            link.len(),
-            |l| (link[l as usize].capacity - link[l as usize].fixed).max(0.0),
-            comp.len(),
-            |i| Demand {
-                links: &flows[comp[i] as usize].links,
-                cap: flows[comp[i] as usize].cap,
-            },
-            &mut self.rates,
-        );
-        for i in 0..self.comp_links.len() {
-            let l = self.comp_links[i] as usize;
-            self.account(l);
-            self.link[l].load = self.link[l].fixed;
-        }
-        for (i, &f) in self.comp_flows.iter().enumerate() {
-            let rate = self.rates[i];
-            self.hot[f as usize].rate = rate;
-            let flow = &mut self.flows[f as usize];
-            flow.version = flow.version.wrapping_add(1);
-            for &(l, w) in &flow.links {
-                self.link[l as usize].load += w * rate;
-            }
-            if rate > 0.0 {
-                let secs = flow.remaining / rate;
-                let at = self.now.0 + (secs * 1e9).ceil() as u64;
-                self.drains.push(Reverse((at, f, flow.version)));
-            }
-        }
-        for i in 0..self.comp_links.len() {
-            let l = self.comp_links[i] as usize;
-            let util = if self.link[l].capacity > 0.0 {
-                self.link[l].load / self.link[l].capacity
-            } else {
-                0.0
-            };
-            debug_assert!(util <= 1.0 + 1e-6, "link {l} over capacity: {util}");
-            self.link[l].peak = self.link[l].peak.max(util);
-        }
+        self.solve_component();
         dirty_flows.clear();
         dirty_links.clear();
         self.drain_floor = f64::INFINITY;
         self.structural = false;
         self.dirty_flows = dirty_flows;
         self.dirty_links = dirty_links;
+    }
+
+    /// Re-solves the flows of `comp_flows` over the links of `comp_links`, on what the flows
+    /// left out leave of each link. The component's links get dense local numbers (their
+    /// position in `comp_links`), so the solve and the load update run over short contiguous
+    /// arrays.
+    fn solve_component(&mut self) {
+        let d = &mut self.dense;
+        d.fixed.clear();
+        for (k, &l) in self.comp_links.iter().enumerate() {
+            let link = &mut self.link[l as usize];
+            link.slot = k as u32;
+            d.fixed.push(link.load);
+        }
+        // The flows' links in local numbers, and the load the flows left out keep.
+        d.start.clear();
+        d.start.push(0);
+        d.links.clear();
+        d.caps.clear();
+        for &f in &self.comp_flows {
+            let (flow, rate) = (&self.flows[f as usize], self.hot[f as usize].rate);
+            for &(l, w) in &flow.links {
+                let k = self.link[l as usize].slot;
+                if rate.is_finite() {
+                    d.fixed[k as usize] -= w * rate;
+                }
+                d.links.push((k, w));
+            }
+            d.start.push(d.links.len() as u32);
+            d.caps.push(flow.cap);
+        }
+        d.capacity.clear();
+        for (k, &l) in self.comp_links.iter().enumerate() {
+            d.fixed[k] = d.fixed[k].max(0.0);
+            d.capacity
+                .push((self.link[l as usize].capacity - d.fixed[k]).max(0.0));
+        }
+        self.solver.solve_dense(
+            Dense {
+                capacity: &d.capacity,
+                ids: &self.comp_links,
+                start: &d.start,
+                links: &d.links,
+                caps: &d.caps,
+            },
+            &mut self.rates,
+        );
+        // New loads: what stayed, plus the new rates.
+        for (i, &f) in self.comp_flows.iter().enumerate() {
+            let rate = self.rates[i];
+            self.hot[f as usize].rate = rate;
+            for &(k, w) in &d.links[d.start[i] as usize..d.start[i + 1] as usize] {
+                d.fixed[k as usize] += w * rate;
+            }
+            let flow = &mut self.flows[f as usize];
+            flow.version = flow.version.wrapping_add(1);
+            if rate > 0.0 {
+                let secs = flow.remaining / rate;
+                let at = self.now.0 + (secs * 1e9).ceil() as u64;
+                self.drains.push(Reverse((at, f, flow.version)));
+            }
+        }
+        let now = self.now.0;
+        for (k, &l) in self.comp_links.iter().enumerate() {
+            let link = &mut self.link[l as usize];
+            link.account(now);
+            link.load = d.fixed[k];
+            let util = if link.capacity > 0.0 {
+                link.load / link.capacity
+            } else {
+                0.0
+            };
+            debug_assert!(util <= 1.0 + 1e-6, "link {l} over capacity: {util}");
+            link.peak = link.peak.max(util);
+        }
     }
 
     fn next_drain(&mut self) -> Option<u64> {

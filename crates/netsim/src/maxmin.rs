@@ -14,6 +14,8 @@
 //! and a link crossed by many flows that freeze elsewhere is re-pushed once per pop, not once
 //! per freeze: O(incidences + pops · log links).
 //!
+//! Once every flow is frozen the solve stops: the links still in the heap change nothing.
+//!
 //! The result is the max-min fair allocation: every flow is either at its cap or crosses a
 //! saturated link on which no flow is faster (its bottleneck).
 
@@ -27,10 +29,28 @@ pub struct Demand<'a> {
     pub cap: f64,
 }
 
-/// A heap event: a level and what reaches it — a link `(index, 0)` or a cap `(u32::MAX, flow)`.
-/// Packed into one integer so the heap compares once: levels are never negative, and the bits
-/// of non-negative floats order as the floats do. A min-heap on level, ties broken by
-/// (what, tag), so the order is deterministic.
+/// A problem over densely numbered links `0..capacity.len()`, flows in CSR form: flow `i`
+/// crosses `links[start[i]..start[i + 1]]` (local link, weight). The flow engine builds this
+/// for the component it re-solves, so the solver's per-link state sits in short contiguous
+/// arrays rather than spread over the whole fabric.
+#[derive(Clone, Copy)]
+pub struct Dense<'a> {
+    /// Per link: the capacity left for these flows (bytes/s).
+    pub capacity: &'a [f64],
+    /// Per link: a distinct id; of links that saturate at the same level, the lower id goes
+    /// first (the fabric link id, so the order does not depend on the local numbering).
+    pub ids: &'a [u32],
+    /// Per flow: where its links start in `links`; one entry more than flows.
+    pub start: &'a [u32],
+    pub links: &'a [(u32, f64)],
+    /// Per flow: its rate cap, `INFINITY` for none.
+    pub caps: &'a [f64],
+}
+
+/// A heap event: a level and what reaches it — a link `(id, local index)` or a cap
+/// `(u32::MAX, flow)`. Packed into one integer so the heap compares once: levels are never
+/// negative, and the bits of non-negative floats order as the floats do. A min-heap on level,
+/// ties broken by (what, tag), so the order is deterministic.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct Event(Reverse<u128>);
 
@@ -56,146 +76,151 @@ impl Event {
     }
 }
 
-/// Reusable buffers for [`solve`], so that repeated solves do not allocate. The links a solve
-/// touches get dense local numbers, so its per-link state (weights, frozen load, the flows on
-/// each link as CSR) sits in short contiguous arrays rather than spread over the whole fabric.
+/// Reusable buffers, so that repeated solves do not allocate.
 #[derive(Default)]
 pub struct Solver {
-    /// Per fabric link: its local number in the current solve, or `NONE`.
-    local: Vec<u32>,
-    /// Per local link: the fabric link, the weight of its unfrozen flows, the load of its
-    /// frozen flows, and where its flows start in `flows` (CSR; one entry more than links).
-    links: Vec<u32>,
+    /// Per link: the weight of its unfrozen flows, the load of its frozen flows, and where its
+    /// flows start in `flows` (CSR; one entry more than links).
     weight: Vec<f64>,
     frozen_load: Vec<f64>,
     start: Vec<u32>,
     flows: Vec<u32>,
     heap: BinaryHeap<Event>,
+    // For `solve`: its demands in dense form.
+    ids: Vec<u32>,
+    dense_start: Vec<u32>,
+    dense_links: Vec<(u32, f64)>,
+    caps: Vec<f64>,
 }
-
-const NONE: u32 = u32::MAX;
 
 impl Solver {
     /// Max-min fair rates for `demands` over links of `capacity` (indexed by the link numbers
     /// the demands use). Writes one rate per demand into `rates`.
     pub fn solve(&mut self, capacity: &[f64], demands: &[Demand<'_>], rates: &mut Vec<f64>) {
-        self.solve_with(
-            capacity.len(),
-            |l| capacity[l as usize],
-            demands.len(),
-            |f| demands[f],
+        let (mut ids, mut start, mut links, mut caps) = (
+            std::mem::take(&mut self.ids),
+            std::mem::take(&mut self.dense_start),
+            std::mem::take(&mut self.dense_links),
+            std::mem::take(&mut self.caps),
+        );
+        ids.clear();
+        ids.extend(0..capacity.len() as u32);
+        start.clear();
+        start.push(0);
+        links.clear();
+        caps.clear();
+        for d in demands {
+            links.extend_from_slice(d.links);
+            start.push(links.len() as u32);
+            caps.push(d.cap);
+        }
+        self.solve_dense(
+            Dense {
+                capacity,
+                ids: &ids,
+                start: &start,
+                links: &links,
+                caps: &caps,
+            },
             rates,
         );
+        (self.ids, self.dense_start, self.dense_links, self.caps) = (ids, start, links, caps);
     }
 
-    /// [`Self::solve`] over `links` links of capacity `capacity(link)`, for `n` demands given
-    /// by `demand(i)`, so a caller need not collect either.
-    pub fn solve_with<'a>(
-        &mut self,
-        links: usize,
-        capacity: impl Fn(u32) -> f64,
-        n: usize,
-        demand: impl Fn(usize) -> Demand<'a>,
-        rates: &mut Vec<f64>,
-    ) {
-        if self.local.len() < links {
-            self.local.resize(links, NONE);
-        }
+    /// Max-min fair rates for the flows of `p`, one per flow into `rates`.
+    pub fn solve_dense(&mut self, p: Dense<'_>, rates: &mut Vec<f64>) {
+        let (m, n) = (p.capacity.len(), p.caps.len());
+        let flow_links = |f: usize| &p.links[p.start[f] as usize..p.start[f + 1] as usize];
         rates.clear();
         rates.resize(n, f64::NAN);
-        // Number the links, sum their weights and count their flows (in `start`, shifted by
-        // one for the prefix sum below).
-        self.start.push(0);
+        self.weight.clear();
+        self.weight.resize(m, 0.0);
+        self.frozen_load.clear();
+        self.frozen_load.resize(m, 0.0);
+        // Sum the links' weights and count their flows (in `start`, shifted by one for the
+        // prefix sum below).
+        self.start.clear();
+        self.start.resize(m + 1, 0);
         let mut events = std::mem::take(&mut self.heap).into_vec();
-        for f in 0..n {
-            let d = demand(f);
-            for &(l, w) in d.links {
-                let mut k = self.local[l as usize];
-                if k == NONE {
-                    k = self.links.len() as u32;
-                    self.local[l as usize] = k;
-                    self.links.push(l);
-                    self.weight.push(0.0);
-                    self.start.push(0);
-                }
-                self.weight[k as usize] += w;
-                self.start[k as usize + 1] += 1;
-            }
-            if d.cap.is_finite() {
-                events.push(Event::new(d.cap, u32::MAX, f as u32));
+        for &(k, w) in p.links {
+            self.weight[k as usize] += w;
+            self.start[k as usize + 1] += 1;
+        }
+        for (f, &cap) in p.caps.iter().enumerate() {
+            if cap.is_finite() {
+                events.push(Event::new(cap, u32::MAX, f as u32));
             }
         }
-        for k in 0..self.links.len() {
+        for k in 0..m {
             self.start[k + 1] += self.start[k];
         }
-        self.flows.resize(self.start[self.links.len()] as usize, 0);
-        self.frozen_load.resize(self.links.len(), 0.0);
+        self.flows.resize(self.start[m] as usize, 0);
         for f in 0..n {
-            for &(l, _) in demand(f).links {
+            for &(k, _) in flow_links(f) {
                 // `start[k]` runs ahead as a fill cursor, and ends where `start[k + 1]` began.
-                let k = self.local[l as usize] as usize;
+                let k = k as usize;
                 self.flows[self.start[k] as usize] = f as u32;
                 self.start[k] += 1;
             }
         }
-        for k in (1..self.links.len()).rev() {
+        for k in (1..m).rev() {
             self.start[k] = self.start[k - 1];
         }
         if let Some(first) = self.start.first_mut() {
             *first = 0;
         }
-        for k in 0..self.links.len() {
-            events.push(Event::new(self.level_of(k, &capacity), self.links[k], 0));
+        for k in 0..m {
+            events.push(Event::new(self.level_of(k, p.capacity), p.ids[k], k as u32));
         }
         self.heap = BinaryHeap::from(events);
         let mut level = 0.0f64;
-        while let Some(ev) = self.heap.pop() {
+        // Once every flow is frozen, the links still in the heap change nothing.
+        let mut unfrozen = n;
+        while unfrozen > 0 {
+            let Some(ev) = self.heap.pop() else {
+                break;
+            };
             if ev.what() == u32::MAX {
                 let f = ev.tag() as usize;
                 if rates[f].is_nan() {
                     level = level.max(ev.level());
-                    self.freeze(f, ev.level().min(level).max(0.0), demand(f).links, rates);
+                    self.freeze(f, ev.level().min(level).max(0.0), flow_links(f), rates);
+                    unfrozen -= 1;
                 }
                 continue;
             }
-            let k = self.local[ev.what() as usize] as usize;
+            let k = ev.tag() as usize;
             if self.weight[k] <= 0.0 {
                 continue;
             }
-            let current = self.level_of(k, &capacity);
+            let current = self.level_of(k, p.capacity);
             if current > ev.level() {
                 // Flows froze on the link since it was keyed: its level rose (module docs).
-                self.heap.push(Event::new(current, ev.what(), 0));
+                self.heap.push(Event::new(current, ev.what(), ev.tag()));
                 continue;
             }
             level = level.max(ev.level());
             for i in self.start[k]..self.start[k + 1] {
                 let f = self.flows[i as usize] as usize;
                 if rates[f].is_nan() {
-                    self.freeze(f, level, demand(f).links, rates);
+                    self.freeze(f, level, flow_links(f), rates);
+                    unfrozen -= 1;
                 }
             }
         }
+        self.heap.clear();
         // Flows that cross no link and have no cap are limited by nothing: infinite.
         for r in rates.iter_mut() {
             if r.is_nan() {
                 *r = f64::INFINITY;
             }
         }
-        for &l in &self.links {
-            self.local[l as usize] = NONE;
-        }
-        self.links.clear();
-        self.weight.clear();
-        self.frozen_load.clear();
-        self.start.clear();
-        self.flows.clear();
     }
 
     fn freeze(&mut self, f: usize, rate: f64, links: &[(u32, f64)], rates: &mut [f64]) {
         rates[f] = rate;
-        for &(l, w) in links {
-            let k = self.local[l as usize] as usize;
+        for &(k, w) in links {
+            let k = k as usize;
             self.frozen_load[k] += w * rate;
             self.weight[k] -= w;
             if self.weight[k] < 1e-12 {
@@ -204,9 +229,9 @@ impl Solver {
         }
     }
 
-    /// The level at which local link `k` saturates if every unfrozen flow on it rises together.
-    fn level_of(&self, k: usize, capacity: &impl Fn(u32) -> f64) -> f64 {
-        ((capacity(self.links[k]) - self.frozen_load[k]) / self.weight[k]).max(0.0)
+    /// The level at which link `k` saturates if every unfrozen flow on it rises together.
+    fn level_of(&self, k: usize, capacity: &[f64]) -> f64 {
+        ((capacity[k] - self.frozen_load[k]) / self.weight[k]).max(0.0)
     }
 }
 
