@@ -7,7 +7,9 @@
 //! found without enumerating: for each destination, a backward BFS over the switches gives every
 //! switch's distance to the destination's NICs (cached per set of attachment switches, so the
 //! GPUs of a rack share one BFS, and dropped when the link state changes). A switch's candidate
-//! next hops are its up links to switches one step closer, or to the destination's NICs.
+//! next hops are its up links to switches one step closer, or to the destination's NICs; those
+//! of switches with many neighbours are cached with the distances, so a cluster switch filters
+//! its two hundred neighbours once per destination rack rather than once per flow.
 //! That is the closed form of a Clos (an up-port choice per tier) and works on any graph.
 //!
 //! The choice among candidates is made **hop by hop**, as switches make it:
@@ -21,6 +23,7 @@
 //! - `spray`: no choice — the flow is spread evenly over all equal-cost paths, each link
 //!   weighted by the share of paths that cross it.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -125,10 +128,33 @@ pub struct PathFinder<'t> {
     /// Distances per set of attachment switches (shared by the GPUs of a rack), and per
     /// destination GPU node, so that the routing hot path is one array index. Both are dropped
     /// when the link state changes.
-    dist_cache: HashMap<Vec<u32>, Rc<Vec<u16>>>,
-    dist_by_dst: Vec<Option<Rc<Vec<u16>>>>,
+    dist_cache: HashMap<Vec<u32>, Rc<Distances>>,
+    dist_by_dst: Vec<Option<Rc<Distances>>>,
     cache_version: u64,
 }
+
+/// Every switch's distance toward one set of attachment switches, and the switches' next hops
+/// toward them as found so far (a switch's next hops depend only on these distances and the
+/// link state, so the flows to all GPUs of a rack share them).
+struct Distances {
+    /// Per switch index: switch-to-switch links to an attachment switch, or `FAR`.
+    dist: Vec<u16>,
+    hops: RefCell<HopCache>,
+}
+
+/// Per switch index, where its next hops start in `links` (`NOT_YET` until first asked for),
+/// each switch's list ending with `END`. Both empty until a first switch is asked for.
+#[derive(Default)]
+struct HopCache {
+    at: Vec<u32>,
+    links: Vec<LinkId>,
+}
+
+const NOT_YET: u32 = u32::MAX;
+/// Switches with at most this many switch neighbours (a rack switch's uplinks) find their next
+/// hops by a scan as fast as a cache lookup; only the others' are cached.
+const SCAN_DEGREE: u32 = 64;
+const END: LinkId = LinkId(u32::MAX);
 
 /// The shortest-path DAG toward one destination.
 struct Toward<'a> {
@@ -139,7 +165,7 @@ struct Toward<'a> {
     switch_index: &'a [u32],
     sw_offsets: &'a [u32],
     sw_adj: &'a [(u32, LinkId)],
-    dist: Rc<Vec<u16>>,
+    dist: Rc<Distances>,
 }
 
 impl Toward<'_> {
@@ -156,7 +182,7 @@ impl Toward<'_> {
     }
 
     fn switch_cost(&self, s: NodeId) -> Option<u32> {
-        let d = self.dist[self.switch_index[s.index()] as usize];
+        let d = self.dist.dist[self.switch_index[s.index()] as usize];
         (d != FAR).then(|| u32::from(d) + 2)
     }
 
@@ -232,7 +258,7 @@ impl Toward<'_> {
         if ui == u32::MAX {
             return;
         }
-        let d = self.dist[ui as usize];
+        let d = self.dist.dist[ui as usize];
         if d != FAR && d > 0 {
             self.closer_switches(ui, d, false, hops);
         }
@@ -250,7 +276,7 @@ impl Toward<'_> {
                 .iter()
                 // The adjacency holds `s -> u`; the hop is its reverse, `u -> s`.
                 .filter(|&&(s, s_to_u)| {
-                    self.dist[s as usize] == d - 1
+                    self.dist.dist[s as usize] == d - 1
                         && (!up_only || self.state.is_up(s_to_u.reverse()))
                 })
                 .map(|&(_, s_to_u)| s_to_u.reverse()),
@@ -259,12 +285,28 @@ impl Toward<'_> {
 
     /// `next_hops` for a switch, over the compact switch adjacency.
     fn switch_next_hops(&self, ui: u32, u: NodeId, hops: &mut Vec<LinkId>) {
-        let d = self.dist[ui as usize];
+        let d = self.dist.dist[ui as usize];
         if d == FAR {
             return;
         }
         if d > 0 {
-            return self.closer_switches(ui, d, true, hops);
+            let degree = self.sw_offsets[ui as usize + 1] - self.sw_offsets[ui as usize];
+            if degree <= SCAN_DEGREE {
+                return self.closer_switches(ui, d, true, hops);
+            }
+            let mut cache = self.dist.hops.borrow_mut();
+            let cache = &mut *cache;
+            if cache.at.is_empty() {
+                cache.at = vec![NOT_YET; self.dist.dist.len()];
+            }
+            if cache.at[ui as usize] == NOT_YET {
+                cache.at[ui as usize] = cache.links.len() as u32;
+                self.closer_switches(ui, d, true, &mut cache.links);
+                cache.links.push(END);
+            }
+            let start = cache.at[ui as usize] as usize;
+            hops.extend(cache.links[start..].iter().take_while(|&&l| l != END));
+            return;
         }
         // Next to the destination: down to its NICs that can deliver to it.
         for nic in self.topo.nics_of_gpu(self.dst) {
@@ -345,7 +387,7 @@ impl<'t> PathFinder<'t> {
     }
 
     /// Switch distances (in switch-to-switch links) to the switches that reach `dst`'s NICs.
-    fn distances(&mut self, state: &LinkState, dst: NodeId) -> Rc<Vec<u16>> {
+    fn distances(&mut self, state: &LinkState, dst: NodeId) -> Rc<Distances> {
         if state.version() != self.cache_version {
             self.dist_cache.clear();
             self.dist_by_dst.iter_mut().for_each(|d| *d = None);
@@ -400,7 +442,10 @@ impl<'t> PathFinder<'t> {
             std::mem::swap(&mut frontier, &mut next);
             next.clear();
         }
-        let dist = Rc::new(dist);
+        let dist = Rc::new(Distances {
+            dist,
+            hops: RefCell::default(),
+        });
         self.dist_cache.insert(sources, Rc::clone(&dist));
         self.dist_by_dst[dst.index()] = Some(Rc::clone(&dist));
         dist
@@ -411,7 +456,7 @@ impl<'t> PathFinder<'t> {
         state: &'a LinkState,
         src: NodeId,
         dst: NodeId,
-        dist: Rc<Vec<u16>>,
+        dist: Rc<Distances>,
     ) -> Toward<'a> {
         Toward {
             topo: self.topo,
@@ -466,35 +511,37 @@ impl<'t> PathFinder<'t> {
         dst: NodeId,
         choose: &mut dyn FnMut(NodeId, &[LinkId]) -> u64,
     ) -> Result<Route, RouteError> {
-        self.walk_planned(state, src, dst, &mut |u, hops, _| choose(u, hops))
+        self.walk_planned(state, src, dst, false, &mut |u, hops, _| choose(u, hops))
     }
 
-    /// [`Self::walk`], with the chooser also given the switch's *planned* next hops: those it
-    /// would have if none of its inter-switch links were down (empty where not a switch).
+    /// [`Self::walk`], with the chooser also given, if `planned`, the switch's *planned* next
+    /// hops: those it would have if none of its inter-switch links were down (empty where not a
+    /// switch, and always empty if not `planned`).
     pub fn walk_planned(
         &mut self,
         state: &LinkState,
         src: NodeId,
         dst: NodeId,
+        planned: bool,
         choose: &mut PlannedChooser<'_>,
     ) -> Result<Route, RouteError> {
         let dist = self.distances(state, dst);
         let t = self.toward(state, src, dst, dist);
         let mut links = Vec::new();
         let mut hops = Vec::new();
-        let mut planned = Vec::new();
+        let mut planned_hops = Vec::new();
         let mut u = src;
         loop {
             t.next_hops_into(u, &mut hops);
             if hops.is_empty() {
                 break;
             }
-            if hops.len() > 1 {
-                t.planned_hops_into(u, &mut planned);
+            if planned && hops.len() > 1 {
+                t.planned_hops_into(u, &mut planned_hops);
             } else {
-                planned.clear();
+                planned_hops.clear();
             }
-            let l = hops[(choose(u, &hops, &planned) % hops.len() as u64) as usize];
+            let l = hops[(choose(u, &hops, &planned_hops) % hops.len() as u64) as usize];
             links.push(l);
             u = self.topo.link(l).dst;
         }
@@ -709,7 +756,13 @@ impl RoutingPolicy for HashedPolicy {
         };
         match self.policy {
             Policy::Spray => paths.spread(state, key.src, key.dst),
-            _ => paths.walk_planned(state, key.src, key.dst, &mut choose),
+            _ => paths.walk_planned(
+                state,
+                key.src,
+                key.dst,
+                self.policy == Policy::Pin,
+                &mut choose,
+            ),
         }
     }
 }
