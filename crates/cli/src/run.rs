@@ -16,7 +16,7 @@ use fabricsim_routing::HashConfig;
 use fabricsim_te::Routing;
 use fabricsim_topology::Topology;
 use fabricsim_workload::chakra;
-use fabricsim_workload::GpuSpec;
+use fabricsim_workload::{Efficiency, GpuSpec};
 
 use crate::failure::{input, other, CmdResult, Failure};
 use crate::output::write_output;
@@ -156,6 +156,7 @@ pub fn replay(args: ReplayArgs) -> CmdResult {
             name,
             placement,
             gpu,
+            efficiency: Efficiency::default(),
             workload: WorkloadSource::Chakra {
                 prefix: PathBuf::from(&args.prefix),
                 groups: args.groups.clone(),

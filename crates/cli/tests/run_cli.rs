@@ -53,6 +53,8 @@ fn bad_scenarios_name_the_file_and_key() {
         ("[[job]\n", "line 1"),
         ("[fabric]\npreset = \"meta-ai-zone\"\n", "no [[job]]"),
         ("[[job]]\nname = \"a\"\n[job.llm]\nmodel = \"llama3-405b\"\ntp = 8\ndp = 2\nseq = 8192\nglobal_batch = 2\n", "GB per GPU"),
+        ("[[job]]\nname = \"a\"\n[job.llm]\nmodel = \"llama3-8b\"\nseq = 8192\nglobal_batch = 1\n[job.efficiency]\ngemm = 1.5\n", "efficiency.gemm = 1.5: expected a fraction of peak in (0, 1]"),
+        ("[[job]]\nname = \"a\"\n[job.llm]\nmodel = \"llama3-8b\"\nseq = 8192\nglobal_batch = 1\n[job.efficiency]\nlaunch = 3\n", "unknown field `launch`"),
     ] {
         let path = dir.path().join("s.toml");
         std::fs::write(&path, text).unwrap();
@@ -62,6 +64,44 @@ fn bad_scenarios_name_the_file_and_key() {
         assert!(err.contains("s.toml") || err.contains("job `a`"), "{err}");
         assert!(err.contains(needle), "{needle}: {err}");
     }
+}
+
+/// The default scenario with `extra` appended, run with `--json`: the job's iteration (ms) and
+/// the whole JSON but the scenario's path.
+fn default_with(extra: &str) -> (f64, serde_json::Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.toml");
+    let base = std::fs::read_to_string(format!(
+        "{}/../../scenarios/default.toml",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap();
+    std::fs::write(&path, format!("{base}{extra}")).unwrap();
+    let o = fabricsim(&["run", path.to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    v.as_object_mut().unwrap().remove("scenario");
+    (v["jobs"][0]["iteration_ms"].as_f64().unwrap(), v)
+}
+
+#[test]
+fn efficiency_overrides_reach_the_compute_model() {
+    let (base, base_json) = default_with("");
+    // The calibrated defaults, given explicitly, change nothing.
+    let (_, same) = default_with(
+        "[job.efficiency]\ngemm = 0.72\nattention = 0.605\nattention_bwd = 0.40\n\
+         attention_blocks = 120\nattention_bwd_blocks = 105\nmemory = 0.89\nlaunch_us = 6.5\n",
+    );
+    assert_eq!(base_json, same);
+    // GEMMs at half the fitted efficiency take twice as long: most of the compute.
+    let (slow, _) = default_with("[job.efficiency]\ngemm = 0.36\n");
+    assert!(slow > 1.3 * base, "{slow} ms against {base} ms");
+    // A longer fixed cost per kernel costs something, and not much.
+    let (launch, _) = default_with("[job.efficiency]\nlaunch_us = 20\n");
+    assert!(
+        launch > base && launch < 1.3 * base,
+        "{launch} ms against {base} ms"
+    );
 }
 
 #[test]

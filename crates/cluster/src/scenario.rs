@@ -9,7 +9,7 @@ use fabricsim_routing::{HashConfig, Policy};
 use fabricsim_te::Routing;
 use fabricsim_topology::{FabricSource, Nanos};
 use fabricsim_workload::llm::{DpMode, ModelSpec, Parallelism, Recompute, Training};
-use fabricsim_workload::GpuSpec;
+use fabricsim_workload::{Efficiency, GpuSpec};
 use serde::Deserialize;
 
 use crate::control::{LinkEvent, TeConfig};
@@ -81,6 +81,21 @@ struct JobToml {
     chakra: Option<ChakraToml>,
     #[serde(default)]
     collectives: CollectivesToml,
+    #[serde(default)]
+    efficiency: EfficiencyToml,
+}
+
+/// Overrides of the compute model's efficiencies (what `tools/calibrate/fit.py` fits).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EfficiencyToml {
+    gemm: Option<f64>,
+    attention: Option<f64>,
+    attention_bwd: Option<f64>,
+    attention_blocks: Option<f64>,
+    attention_bwd_blocks: Option<f64>,
+    memory: Option<f64>,
+    launch_us: Option<f64>,
 }
 
 fn packed() -> String {
@@ -188,6 +203,8 @@ pub struct JobEntry {
     pub name: String,
     pub placement: Placement,
     pub gpu: GpuSpec,
+    /// The compute model's efficiencies: the calibrated defaults, or the job's overrides.
+    pub efficiency: Efficiency,
     pub workload: WorkloadSource,
     pub comm: CommConfig,
 }
@@ -339,10 +356,13 @@ impl Scenario {
                 _ => return Err(at("give exactly one of [job.llm] and [job.chakra]".into())),
             };
             let comm = collectives(&j.collectives).map_err(|w| at(format!("collectives.{w}")))?;
+            let efficiency =
+                efficiency(&j.efficiency).map_err(|w| at(format!("efficiency.{w}")))?;
             jobs.push(JobEntry {
                 name: j.name.clone(),
                 placement,
                 gpu,
+                efficiency,
                 workload,
                 comm,
             });
@@ -441,6 +461,55 @@ fn llm(l: &LlmToml, gpu: GpuSpec) -> Result<Training, String> {
     };
     t.check().map_err(|e| e.to_string())?;
     Ok(t)
+}
+
+fn efficiency(e: &EfficiencyToml) -> Result<Efficiency, String> {
+    let mut out = Efficiency::default();
+    let fractions = [
+        ("gemm", e.gemm, &mut out.gemm),
+        ("attention", e.attention, &mut out.attention),
+        ("attention_bwd", e.attention_bwd, &mut out.attention_bwd),
+        ("memory", e.memory, &mut out.memory),
+    ];
+    for (name, given, field) in fractions {
+        if let Some(x) = given {
+            if !(x > 0.0 && x <= 1.0) {
+                return Err(format!(
+                    "{name} = {x}: expected a fraction of peak in (0, 1]"
+                ));
+            }
+            *field = x;
+        }
+    }
+    let blocks = [
+        (
+            "attention_blocks",
+            e.attention_blocks,
+            &mut out.attention_blocks,
+        ),
+        (
+            "attention_bwd_blocks",
+            e.attention_bwd_blocks,
+            &mut out.attention_bwd_blocks,
+        ),
+    ];
+    for (name, given, field) in blocks {
+        if let Some(x) = given {
+            if !(x.is_finite() && x >= 0.0) {
+                return Err(format!(
+                    "{name} = {x}: expected a number of blocks, 0 or more"
+                ));
+            }
+            *field = x;
+        }
+    }
+    if let Some(us) = e.launch_us {
+        if !(us.is_finite() && (0.0..=1e6).contains(&us)) {
+            return Err(format!("launch_us = {us}: expected 0 to 1,000,000 µs"));
+        }
+        out.launch_ns = (us * 1e3).round() as u64;
+    }
+    Ok(out)
 }
 
 fn collectives(c: &CollectivesToml) -> Result<CommConfig, String> {

@@ -103,7 +103,10 @@ pub fn simulate(
             name: j.name.clone(),
             workload,
             gpus,
-            compute: ComputeModel::new(j.gpu),
+            compute: ComputeModel {
+                gpu: j.gpu,
+                efficiency: j.efficiency,
+            },
             comm: j.comm,
         });
     }
