@@ -24,7 +24,7 @@ pub struct ServeArgs {
     /// Bearer token that POST, PUT and DELETE requests must carry (else $FABRICSIM_TOKEN).
     #[arg(long)]
     token: Option<String>,
-    /// TE solver for route computation: cspf, lp or mwu.
+    /// TE solver for route computation: cspf, lp, highs (builds with the `highs` feature) or mwu.
     #[arg(long, default_value = "cspf")]
     solver: String,
     /// Largest request body accepted, in bytes.
@@ -45,8 +45,8 @@ pub fn run(args: ServeArgs) -> CmdResult {
             ))
         })?,
     };
-    let solver = Solver::parse(&args.solver)
-        .ok_or_else(|| bad("solver", &args.solver, "one of cspf, lp, mwu"))?;
+    let solver = Solver::parse_available(&args.solver)
+        .ok_or_else(|| bad("solver", &args.solver, &Solver::expected()))?;
     if args.threads == 0 || args.threads > 256 {
         return Err(bad("threads", &args.threads.to_string(), "1 to 256"));
     }

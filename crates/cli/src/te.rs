@@ -58,7 +58,7 @@ pub struct SolveArgs {
     /// Channels of the bench-like collective.
     #[arg(long, default_value_t = 16)]
     channels: u32,
-    /// TE solvers to run: cspf, lp, mwu (comma-separated).
+    /// TE solvers to run: cspf, lp, highs (builds with the `highs` feature), mwu (comma-separated).
     #[arg(long, value_delimiter = ',', default_value = "cspf,mwu")]
     solver: Vec<String>,
     /// QPs per connection of the E-ECMP column (Meta: 16 for LLM jobs).
@@ -103,7 +103,7 @@ fn solve(args: SolveArgs) -> CmdResult {
     let solvers: Vec<Solver> = args
         .solver
         .iter()
-        .map(|s| Solver::parse(s).ok_or_else(|| bad("solver", s, "a list of cspf, lp, mwu")))
+        .map(|s| Solver::parse_available(s).ok_or_else(|| bad("solver", s, &Solver::expected())))
         .collect::<Result<_, _>>()?;
     if args.qps == 0 || args.qps > 1024 {
         return Err(bad("qps", &args.qps.to_string(), "1 to 1024"));

@@ -122,3 +122,28 @@ fn bench_runs_under_te_and_compares_it() {
         busbw(1)
     );
 }
+
+/// Without the `highs` feature, naming HiGHS is refused up front, saying how to get it.
+#[cfg(not(feature = "highs"))]
+#[test]
+fn highs_needs_a_build_with_the_feature() {
+    for args in [
+        &[
+            "te",
+            "solve",
+            "--preset",
+            "leaf-spine",
+            "--bench-like",
+            "all-reduce",
+            "--gpus",
+            "8",
+            "--solver",
+            "highs",
+        ][..],
+        &["run", "--routing", "te:highs"][..],
+    ] {
+        let o = fabricsim(args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        assert!(stderr(&o).contains("--features highs"), "{}", stderr(&o));
+    }
+}

@@ -124,7 +124,7 @@ impl Routing {
     /// `ecmp`, `eecmp`, `pin`, `spray`, `te` (CSPF, as Meta runs it) or `te:SOLVER`.
     pub fn parse(s: &str) -> Option<Routing> {
         match s.split_once(':') {
-            Some(("te", solver)) => Solver::parse(solver).map(Routing::Te),
+            Some(("te", solver)) => Solver::parse_available(solver).map(Routing::Te),
             Some(_) => None,
             None if s == "te" => Some(Routing::Te(Solver::Cspf)),
             None => Policy::parse(s).map(Routing::Hashed),
@@ -133,8 +133,13 @@ impl Routing {
 
     /// What `parse` accepts, for error messages.
     pub fn expected() -> String {
+        let highs = if Solver::Highs.available() {
+            "te:highs"
+        } else {
+            "te:highs (in a build with `--features highs`)"
+        };
         format!(
-            "one of {}, te, te:cspf, te:lp, te:mwu",
+            "one of {}, te, te:cspf, te:lp, te:mwu, {highs}",
             Policy::NAMES.join(", ")
         )
     }

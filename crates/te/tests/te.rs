@@ -239,3 +239,56 @@ fn the_demand_csv_says_what_is_wrong_and_where() {
     assert!(err("src,dst,rate\nhost0/gpu0,host2/gpu0\n").contains("line 2: expected 3 columns"));
     assert!(err("src,dst,rate\n").contains("empty"));
 }
+
+/// The exact LP through HiGHS: the same optimum as microlp's on the hand-computed instance and
+/// on a 128-GPU ring job across racks of a Meta AI Zone with two CTSWs down.
+#[cfg(feature = "highs")]
+#[test]
+fn highs_and_microlp_find_the_same_optimum() {
+    let opts = SolveOptions::default();
+    let topo = leaf_spine();
+    let inst = Instance::new(&topo, &LinkState::new(&topo), &three_demands(&topo)).unwrap();
+    let h = solve(&inst, Solver::Highs, &opts).unwrap();
+    assert_eq!(h.solver, Solver::Highs);
+    assert!(close(h.fractional.unwrap(), 0.625), "{:?}", h.fractional);
+    assert!(close(h.max_utilization, 0.75), "{}", h.max_utilization);
+
+    let topo = presets::build("meta-ai-zone", &[("uplinks".into(), "1:1".into())]).unwrap();
+    let gpus = &topo.gpus()[..128];
+    let rows = (0..128).map(|i| (gpus[i], gpus[(i + 16) % 128], 1u64 + (i % 5) as u64));
+    let tm = TrafficMatrix::from_bytes(&topo, rows);
+    let mut state = LinkState::new(&topo);
+    for name in ["zone0/ctsw0", "zone0/ctsw1"] {
+        let cables = cables_named(&topo, name).unwrap();
+        for &l in &cables {
+            state.set_cable(l, LinkCondition::Down);
+        }
+    }
+    let inst = Instance::new(&topo, &state, &tm).unwrap();
+    let micro = solve(&inst, Solver::Lp, &opts).unwrap();
+    let h = solve(&inst, Solver::Highs, &opts).unwrap();
+    assert!(
+        close(h.fractional.unwrap(), micro.fractional.unwrap()),
+        "highs {:?}, microlp {:?}",
+        h.fractional,
+        micro.fractional
+    );
+    for path in &h.paths {
+        assert!(
+            path.iter().all(|&l| state.is_up(l)),
+            "a path over a down link"
+        );
+    }
+    // Its single-path table is no better than the bound it reports.
+    assert!(h.max_utilization >= h.lower_bound.unwrap() - 1e-9);
+}
+
+#[cfg(not(feature = "highs"))]
+#[test]
+fn highs_without_the_feature_says_how_to_get_it() {
+    let topo = leaf_spine();
+    let inst = Instance::new(&topo, &LinkState::new(&topo), &three_demands(&topo)).unwrap();
+    assert!(!Solver::Highs.available());
+    let err = solve(&inst, Solver::Highs, &SolveOptions::default()).unwrap_err();
+    assert!(err.to_string().contains("--features highs"), "{err}");
+}

@@ -1,5 +1,7 @@
 //! The exact LP: min-max-utilization multi-commodity flow over the candidate paths, solved
-//! with microlp's simplex.
+//! with microlp's simplex (pure Rust, `lp`) or, in builds with the `highs` feature, with HiGHS
+//! (`highs`). Both solve the same model to optimality; they may pick different optimal
+//! vertices, so their rounded tables can differ.
 //!
 //! One commodity per destination GPU (a fractional routing toward one destination can be
 //! split among its sources freely, so this is exact and much smaller than one commodity per
@@ -17,17 +19,109 @@
 //! The single-path table comes from decomposing each commodity's flow into paths per demand
 //! (following the links with the most flow left) and rounding (see `round`).
 
-use microlp::{ComparisonOp, OptimizationDirection, Problem};
-
 use fabricsim_topology::{LinkId, NodeId};
 
 use super::{add_support, round, Solution, SolveError, Solver};
-
-/// A node of a commodity's union DAG: its flow terms (out +1, in −1) and its supply.
-type NodeRow = (NodeId, Vec<(microlp::Variable, f64)>, f64);
 use crate::instance::Instance;
 
-pub(super) fn solve(inst: &Instance<'_>, max_variables: usize) -> Result<Solution, SolveError> {
+/// A node of a commodity's union DAG: its flow terms (out +1, in −1) and its supply.
+type NodeRow = (NodeId, Vec<(usize, f64)>, f64);
+
+/// The LP in a solver-neutral form: minimize `cost · x` over `x ≥ 0`, subject to `rows`.
+#[derive(Default)]
+struct Model {
+    cost: Vec<f64>,
+    rows: Vec<Row>,
+}
+
+struct Row {
+    terms: Vec<(usize, f64)>,
+    /// `=` if true, else `≤`.
+    equal: bool,
+    rhs: f64,
+}
+
+impl Model {
+    fn var(&mut self, cost: f64) -> usize {
+        self.cost.push(cost);
+        self.cost.len() - 1
+    }
+
+    fn row(&mut self, terms: &[(usize, f64)], equal: bool, rhs: f64) {
+        self.rows.push(Row {
+            terms: terms.to_vec(),
+            equal,
+            rhs,
+        });
+    }
+
+    /// An optimal `x`, by microlp's simplex.
+    fn solve_microlp(&self) -> Result<Vec<f64>, SolveError> {
+        use microlp::{ComparisonOp, OptimizationDirection, Problem};
+        let mut lp = Problem::new(OptimizationDirection::Minimize);
+        let vars: Vec<microlp::Variable> = self
+            .cost
+            .iter()
+            .map(|&c| lp.add_var(c, (0.0, f64::INFINITY)))
+            .collect();
+        for row in &self.rows {
+            let terms: Vec<(microlp::Variable, f64)> =
+                row.terms.iter().map(|&(v, a)| (vars[v], a)).collect();
+            let op = if row.equal {
+                ComparisonOp::Eq
+            } else {
+                ComparisonOp::Le
+            };
+            lp.add_constraint(terms.as_slice(), op, row.rhs);
+        }
+        let solution = lp
+            .solve()
+            .map_err(|e| SolveError::Lp(e.to_string()))?
+            .into_solution()
+            .map_err(|_| SolveError::Lp("the solve was interrupted".into()))?;
+        Ok(vars.iter().map(|&v| solution.var_value(v)).collect())
+    }
+
+    /// An optimal `x`, by HiGHS (its dual simplex, one thread, quiet).
+    #[cfg(feature = "highs")]
+    fn solve_highs(&self) -> Result<Vec<f64>, SolveError> {
+        use highs::{HighsModelStatus, RowProblem, Sense};
+        let mut pb = RowProblem::default();
+        let cols: Vec<highs::Col> = self.cost.iter().map(|&c| pb.add_column(c, 0.0..)).collect();
+        for row in &self.rows {
+            let terms = row.terms.iter().map(|&(v, a)| (cols[v], a));
+            if row.equal {
+                pb.add_row(row.rhs..=row.rhs, terms);
+            } else {
+                pb.add_row(..=row.rhs, terms);
+            }
+        }
+        let mut model = pb.optimise(Sense::Minimise);
+        model.make_quiet();
+        model.set_option("threads", 1);
+        let solved = model
+            .try_solve()
+            .map_err(|e| SolveError::Lp(format!("HiGHS: {e:?}")))?;
+        match solved.status() {
+            HighsModelStatus::Optimal => Ok(solved.get_solution().columns().to_vec()),
+            status => Err(SolveError::Lp(format!("HiGHS ended with {status:?}"))),
+        }
+    }
+
+    #[cfg(not(feature = "highs"))]
+    fn solve_highs(&self) -> Result<Vec<f64>, SolveError> {
+        Err(SolveError::Lp(
+            "this build has no HiGHS; rebuild with `--features highs` (see docs/te.md)".into(),
+        ))
+    }
+}
+
+/// Solves the exact LP with `solver` (`Lp`: microlp, `Highs`: HiGHS).
+pub(super) fn solve(
+    inst: &Instance<'_>,
+    max_variables: usize,
+    solver: Solver,
+) -> Result<Solution, SolveError> {
     let topo = inst.topo;
     let unit = inst.capacity.iter().copied().fold(0.0, f64::max).max(1.0);
     // Commodities: demand indices grouped by destination.
@@ -69,15 +163,15 @@ pub(super) fn solve(inst: &Instance<'_>, max_variables: usize) -> Result<Solutio
         });
     }
 
-    let mut lp = Problem::new(OptimizationDirection::Minimize);
-    let u = lp.add_var(1.0, (0.0, f64::INFINITY));
-    let mut on_link: Vec<Vec<(microlp::Variable, f64)>> = vec![Vec::new(); inst.capacity.len()];
+    let mut lp = Model::default();
+    let u = lp.var(1.0);
+    let mut on_link: Vec<Vec<(usize, f64)>> = vec![Vec::new(); inst.capacity.len()];
     let mut flow_vars = Vec::with_capacity(commodities.len());
     for (k, ds) in commodities.iter().enumerate() {
-        let vars: Vec<microlp::Variable> = links[k]
+        let vars: Vec<usize> = links[k]
             .iter()
             .map(|&l| {
-                let v = lp.add_var(0.0, (0.0, f64::INFINITY));
+                let v = lp.var(0.0);
                 on_link[l.index()].push((v, 1.0));
                 v
             })
@@ -106,7 +200,7 @@ pub(super) fn solve(inst: &Instance<'_>, max_variables: usize) -> Result<Solutio
         }
         for (n, terms, supply) in &nodes {
             if *n != dst {
-                lp.add_constraint(terms.as_slice(), ComparisonOp::Eq, *supply);
+                lp.row(terms, true, *supply);
             }
         }
         flow_vars.push(vars);
@@ -114,23 +208,19 @@ pub(super) fn solve(inst: &Instance<'_>, max_variables: usize) -> Result<Solutio
     for (l, terms) in on_link.iter_mut().enumerate() {
         if !terms.is_empty() && inst.steerable(LinkId(l as u32)) {
             terms.push((u, -inst.capacity[l] / unit));
-            lp.add_constraint(terms.as_slice(), ComparisonOp::Le, 0.0);
+            lp.row(terms, false, 0.0);
         }
     }
-    let solution = lp
-        .solve()
-        .map_err(|e| SolveError::Lp(e.to_string()))?
-        .into_solution()
-        .map_err(|_| SolveError::Lp("the solve was interrupted".into()))?;
-    let optimum = solution.var_value(u);
+    let x = match solver {
+        Solver::Highs => lp.solve_highs()?,
+        _ => lp.solve_microlp()?,
+    };
+    let optimum = x[u];
 
     // Decompose each commodity's flow into paths per demand.
     let mut support = vec![Vec::new(); inst.demands.len()];
     for (k, ds) in commodities.iter().enumerate() {
-        let mut left: Vec<f64> = flow_vars[k]
-            .iter()
-            .map(|&v| solution.var_value(v).max(0.0) * unit)
-            .collect();
+        let mut left: Vec<f64> = flow_vars[k].iter().map(|&v| x[v].max(0.0) * unit).collect();
         let dst = inst.demands[ds[0]].dst;
         for &d in ds.iter() {
             let mut rem = inst.demands[d].rate;
@@ -162,7 +252,7 @@ pub(super) fn solve(inst: &Instance<'_>, max_variables: usize) -> Result<Solutio
         }
     }
     Ok(Solution {
-        solver: Solver::Lp,
+        solver,
         paths: round(inst, &support),
         max_utilization: 0.0,
         fractional: Some(optimum),

@@ -5,6 +5,7 @@
 //! |---|---|---|
 //! | `cspf` | greedy, largest demand first, each on its least congested candidate path (Meta's CSPF) | none stated; compare with a bound |
 //! | `lp` | the exact multi-commodity-flow LP (fractional, one commodity per destination), rounded | its fractional optimum is the exact lower bound |
+//! | `highs` | the same LP solved by HiGHS (builds with the `highs` feature) | the same |
 //! | `mwu` | Garg–Könemann multiplicative weights (fractional), rounded | fractional within (1 + ε) of its certified lower bound, or stopped at the phase limit |
 //!
 //! Every solution reports the max utilization of its single-path table and, where the solver
@@ -26,16 +27,19 @@ pub use mwu::MwuOptions;
 pub enum Solver {
     Cspf,
     Lp,
+    /// The exact LP solved by HiGHS; an error in builds without the `highs` feature.
+    Highs,
     Mwu,
 }
 
 impl Solver {
-    pub const NAMES: [&'static str; 3] = ["cspf", "lp", "mwu"];
+    pub const NAMES: [&'static str; 4] = ["cspf", "lp", "highs", "mwu"];
 
     pub fn parse(s: &str) -> Option<Solver> {
         match s {
             "cspf" => Some(Solver::Cspf),
             "lp" => Some(Solver::Lp),
+            "highs" => Some(Solver::Highs),
             "mwu" => Some(Solver::Mwu),
             _ => None,
         }
@@ -45,8 +49,29 @@ impl Solver {
         match self {
             Solver::Cspf => "cspf",
             Solver::Lp => "lp",
+            Solver::Highs => "highs",
             Solver::Mwu => "mwu",
         }
+    }
+
+    /// Whether this build can run the solver (HiGHS needs the `highs` feature).
+    pub fn available(self) -> bool {
+        self != Solver::Highs || cfg!(feature = "highs")
+    }
+
+    /// What a user may name, for error messages: the solvers this build runs, and how to get
+    /// the others.
+    pub fn expected() -> String {
+        if Solver::Highs.available() {
+            "one of cspf, lp, highs, mwu".into()
+        } else {
+            "one of cspf, lp, mwu (highs needs a build with `--features highs`)".into()
+        }
+    }
+
+    /// [`Self::parse`], refusing a solver this build cannot run.
+    pub fn parse_available(s: &str) -> Option<Solver> {
+        Solver::parse(s).filter(|s| s.available())
     }
 }
 
@@ -112,7 +137,7 @@ pub fn solve(
 ) -> Result<Solution, SolveError> {
     let mut sol = match solver {
         Solver::Cspf => cspf::solve(inst),
-        Solver::Lp => lp::solve(inst, opts.lp_max_variables)?,
+        Solver::Lp | Solver::Highs => lp::solve(inst, opts.lp_max_variables, solver)?,
         Solver::Mwu => mwu::solve(inst, &opts.mwu),
     };
     sol.max_utilization = inst.max_utilization(&inst.loads(&sol.paths));
