@@ -147,3 +147,43 @@ fn highs_needs_a_build_with_the_feature() {
         assert!(stderr(&o).contains("--features highs"), "{}", stderr(&o));
     }
 }
+
+/// Two uplinks down under a 128-GPU all-reduce on a 1:1 zone: rounding the LP's flow alone
+/// left a table at 1.000; rerouting after it reaches CSPF's 0.667 (docs/commands/te.md).
+#[test]
+fn rerouting_after_rounding_matches_cspf_with_uplinks_down() {
+    let args = [
+        "te",
+        "solve",
+        "--preset",
+        "meta-ai-zone",
+        "--set",
+        "uplinks=1:1",
+        "--bench-like",
+        "all-reduce",
+        "--gpus",
+        "128",
+        "--solver",
+        "cspf,lp",
+        "--down",
+        "zone0/rack0/rtsw--zone0/ctsw0",
+        "--down",
+        "zone0/rack1/rtsw--zone0/ctsw5",
+        "--json",
+    ];
+    let o = fabricsim(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let max = |name: &str| {
+        v["routings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["routing"] == name)
+            .unwrap()["max_utilization"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!((max("te") - 2.0 / 3.0).abs() < 1e-3, "{v}");
+    assert!(max("te:lp") <= max("te") + 1e-9, "{v}");
+}

@@ -146,8 +146,61 @@ pub fn solve(
 
 /// A fractional routing made whole: demands in order of decreasing rate, each on whichever of
 /// its fractional paths is least congested given the demands already placed (ties: the path
-/// that carried the most of it). Returns one path per demand.
+/// that carried the most of it), then improved by [`reroute`]. Returns one path per demand.
 fn round(inst: &Instance<'_>, support: &[Vec<(Vec<LinkId>, f64)>]) -> Vec<Vec<LinkId>> {
+    let mut paths = round_support(inst, support);
+    reroute(inst, &mut paths, REROUTE_PASSES);
+    paths
+}
+
+/// At most this many rip-up-and-reroute passes after rounding.
+const REROUTE_PASSES: usize = 4;
+
+/// Rip-up and reroute: each demand in turn (by decreasing rate) is taken off its path and put
+/// on its least congested candidate path given all the others (the CSPF rule), if that path's
+/// (busiest link, total utilization) with the demand is strictly lower than its own path's.
+/// Passes repeat until one moves nothing, at most `passes` of them. A move never raises the
+/// table's max utilization (the new path's busiest link stays below the old path's), so the
+/// result is never worse than the rounding it starts from; rounding alone places each demand
+/// once, against the demands placed before it, and cannot undo an early choice.
+fn reroute(inst: &Instance<'_>, paths: &mut [Vec<LinkId>], passes: usize) {
+    let mut load = inst.loads(paths);
+    let mut scratch = Vec::new();
+    let order = by_decreasing_rate(inst);
+    let cost = |load: &[f64], rate: f64, p: &[LinkId]| {
+        p.iter().fold((0.0f64, 0.0f64), |(worst, sum), l| {
+            let u = (load[l.index()] + rate) * inst.steer[l.index()];
+            (worst.max(u), sum + u)
+        })
+    };
+    for _ in 0..passes {
+        let mut moved = false;
+        for &d in &order {
+            let rate = inst.demands[d].rate;
+            for l in &paths[d] {
+                load[l.index()] -= rate;
+            }
+            let candidate = inst
+                .dag(d)
+                .least_congested(&load, &inst.steer, rate, &mut scratch);
+            let (old, new) = (cost(&load, rate, &paths[d]), cost(&load, rate, &candidate));
+            // A relative margin, so round-off cannot move a demand back and forth.
+            if new.0 < old.0 * (1.0 - 1e-9) || (new.0 <= old.0 && new.1 < old.1 * (1.0 - 1e-9)) {
+                paths[d] = candidate;
+                moved = true;
+            }
+            for l in &paths[d] {
+                load[l.index()] += rate;
+            }
+        }
+        if !moved {
+            break;
+        }
+    }
+}
+
+/// The rounding proper (see [`round`]).
+fn round_support(inst: &Instance<'_>, support: &[Vec<(Vec<LinkId>, f64)>]) -> Vec<Vec<LinkId>> {
     let mut load = vec![0.0; inst.capacity.len()];
     let mut paths = vec![Vec::new(); inst.demands.len()];
     for d in by_decreasing_rate(inst) {
