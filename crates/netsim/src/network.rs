@@ -117,12 +117,18 @@ impl<'t, E: Engine> Network<'t, E> {
             }
         }
         let route = self.router.route(&self.state, key)?;
-        let incidence = route.incidence();
-        links.extend(incidence.iter().map(|&(l, w)| (l, w * weight)));
+        match &route {
+            Route::Path { links: path, .. } => {
+                links.extend(path.iter().map(|&l| (l, weight)));
+            }
+            Route::Spread { links: spread, .. } => {
+                links.extend(spread.iter().map(|&(l, w)| (l, w * weight)));
+            }
+        }
         // Single paths only: a spread (spray) crosses hundreds of links, and memoizing one per
         // key would cost more memory than the walk costs time.
         if let (Some(memo), Route::Path { .. }) = (&mut self.memo, &route) {
-            memo.routes.insert(*key, (incidence, route.latency()));
+            memo.routes.insert(*key, (route.incidence(), route.latency()));
         }
         Ok(route.latency())
     }
@@ -155,7 +161,7 @@ impl<'t, E: Engine> Network<'t, E> {
         bytes: u64,
         cap: Option<Bandwidth>,
     ) -> Result<FlowId, NetworkError> {
-        let mut links = Vec::new();
+        let mut links = Vec::with_capacity(8);
         let latency = self.append_route(&key, 1.0, &mut links)?;
         let id = self.engine.submit(FlowSpec {
             links: links.clone(),
