@@ -86,34 +86,21 @@ pub struct Solver {
     start: Vec<u32>,
     flows: Vec<u32>,
     heap: BinaryHeap<Event>,
-    // For `solve`: its demands in dense form.
-    ids: Vec<u32>,
-    dense_start: Vec<u32>,
-    dense_links: Vec<(u32, f64)>,
-    caps: Vec<f64>,
 }
 
 impl Solver {
     /// Max-min fair rates for `demands` over links of `capacity` (indexed by the link numbers
-    /// the demands use). Writes one rate per demand into `rates`.
+    /// the demands use). Writes one rate per demand into `rates`. A convenience that copies the
+    /// demands into a [`Dense`] problem; the flow engine builds one directly.
     pub fn solve(&mut self, capacity: &[f64], demands: &[Demand<'_>], rates: &mut Vec<f64>) {
-        let (mut ids, mut start, mut links, mut caps) = (
-            std::mem::take(&mut self.ids),
-            std::mem::take(&mut self.dense_start),
-            std::mem::take(&mut self.dense_links),
-            std::mem::take(&mut self.caps),
-        );
-        ids.clear();
-        ids.extend(0..capacity.len() as u32);
-        start.clear();
-        start.push(0);
-        links.clear();
-        caps.clear();
+        let ids: Vec<u32> = (0..capacity.len() as u32).collect();
+        let mut start = vec![0];
+        let mut links = Vec::new();
         for d in demands {
             links.extend_from_slice(d.links);
             start.push(links.len() as u32);
-            caps.push(d.cap);
         }
+        let caps: Vec<f64> = demands.iter().map(|d| d.cap).collect();
         self.solve_dense(
             Dense {
                 capacity,
@@ -124,7 +111,6 @@ impl Solver {
             },
             rates,
         );
-        (self.ids, self.dense_start, self.dense_links, self.caps) = (ids, start, links, caps);
     }
 
     /// Max-min fair rates for the flows of `p`, one per flow into `rates`.

@@ -128,7 +128,8 @@ impl<'t, E: Engine> Network<'t, E> {
         // Single paths only: a spread (spray) crosses hundreds of links, and memoizing one per
         // key would cost more memory than the walk costs time.
         if let (Some(memo), Route::Path { .. }) = (&mut self.memo, &route) {
-            memo.routes.insert(*key, (route.incidence(), route.latency()));
+            memo.routes
+                .insert(*key, (route.incidence(), route.latency()));
         }
         Ok(route.latency())
     }

@@ -47,12 +47,8 @@ impl Model {
         self.cost.len() - 1
     }
 
-    fn row(&mut self, terms: &[(usize, f64)], equal: bool, rhs: f64) {
-        self.rows.push(Row {
-            terms: terms.to_vec(),
-            equal,
-            rhs,
-        });
+    fn row(&mut self, terms: Vec<(usize, f64)>, equal: bool, rhs: f64) {
+        self.rows.push(Row { terms, equal, rhs });
     }
 
     /// An optimal `x`, by microlp's simplex.
@@ -198,14 +194,14 @@ pub(super) fn solve(
             let i = at(prefixes[d].1, &mut nodes);
             nodes[i].2 += inst.demands[d].rate / unit;
         }
-        for (n, terms, supply) in &nodes {
-            if *n != dst {
-                lp.row(terms, true, *supply);
+        for (n, terms, supply) in nodes {
+            if n != dst {
+                lp.row(terms, true, supply);
             }
         }
         flow_vars.push(vars);
     }
-    for (l, terms) in on_link.iter_mut().enumerate() {
+    for (l, mut terms) in on_link.into_iter().enumerate() {
         if !terms.is_empty() && inst.steerable(LinkId(l as u32)) {
             terms.push((u, -inst.capacity[l] / unit));
             lp.row(terms, false, 0.0);
