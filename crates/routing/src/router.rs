@@ -124,6 +124,19 @@ pub struct PathFinder<'t> {
     /// neighbour switch `s` with the link `s -> t` (whose state decides if `s` can reach `t`).
     sw_offsets: Vec<u32>,
     sw_adj: Vec<(u32, LinkId)>,
+    /// Per node, its out links (in the topology's order) with the node each leads to, so a
+    /// walk reads one short run per node instead of the link table.
+    out_offsets: Vec<u32>,
+    out: Vec<(LinkId, NodeId)>,
+    /// Per switch index: its index among the wide switches (more than `SCAN_DEGREE` switch
+    /// neighbours), whose next hops are cached; `u32::MAX` for the others.
+    wide: Vec<u32>,
+    wide_count: usize,
+    pool: RefCell<HopPool>,
+    walk_scratch: WalkScratch,
+    /// Per link: where it leads and its latency in ns (`u32::MAX`: look it up in the
+    /// topology), 8 bytes where the link table holds 24, for the walk's one read per hop.
+    link_hop: Vec<(NodeId, u32)>,
     gpu_ordinal: Vec<u32>,
     /// Distances per set of attachment switches (shared by the GPUs of a rack), and per
     /// destination GPU node, so that the routing hot path is one array index. Both are dropped
@@ -133,28 +146,67 @@ pub struct PathFinder<'t> {
     cache_version: u64,
 }
 
-/// Every switch's distance toward one set of attachment switches, and the switches' next hops
-/// toward them as found so far (a switch's next hops depend only on these distances and the
-/// link state, so the flows to all GPUs of a rack share them).
+/// Every switch's distance toward one set of attachment switches, and the next hops of the
+/// switches with many neighbours as found so far (a switch's next hops depend only on these
+/// distances and the link state, so the flows to all GPUs of a rack share them).
 struct Distances {
     /// Per switch index: switch-to-switch links to an attachment switch, or `FAR`.
     dist: Vec<u16>,
-    hops: RefCell<HopCache>,
+    /// Per *wide* switch (more than `SCAN_DEGREE` switch neighbours), by its wide index: where
+    /// its next hops start in the path finder's [`HopPool`], `NOT_YET` until first asked for,
+    /// or `AT_DST` for an attachment switch. Empty until a first wide switch is asked for.
+    hops: RefCell<Vec<u32>>,
 }
 
-/// Per switch index, where its next hops start in `links` (`NOT_YET` until first asked for),
-/// each switch's list ending with `END`. Both empty until a first switch is asked for.
+/// Next-hop lists of wide switches, each stored once however many destinations share it: a
+/// cluster switch sends to every other zone over the same uplinks, an aggregation switch to
+/// every rack of a zone over the same downlinks. So the lists stay few and in cache, and a
+/// destination's entry is a 4-byte index. Each list is stored after its length; dropped with
+/// the distances when the link state changes.
 #[derive(Default)]
-struct HopCache {
-    at: Vec<u32>,
+struct HopPool {
     links: Vec<LinkId>,
+    index: HashMap<Vec<LinkId>, u32>,
+    scratch: Vec<LinkId>,
+}
+
+impl HopPool {
+    /// Where the list in `scratch` starts in `links`, stored there if new.
+    fn intern_scratch(&mut self) -> u32 {
+        if let Some(&at) = self.index.get(&self.scratch) {
+            return at;
+        }
+        let at = self.links.len() as u32;
+        self.links.push(LinkId(self.scratch.len() as u32));
+        self.links.extend_from_slice(&self.scratch);
+        self.index.insert(self.scratch.clone(), at);
+        at
+    }
+
+    fn list(&self, at: u32) -> &[LinkId] {
+        let at = at as usize;
+        &self.links[at + 1..][..self.links[at].0 as usize]
+    }
+
+    fn clear(&mut self) {
+        self.links.clear();
+        self.index.clear();
+    }
+}
+
+/// A walk's buffers, kept between walks so that routing allocates only the path it returns.
+#[derive(Default)]
+struct WalkScratch {
+    links: Vec<LinkId>,
+    hops: Vec<LinkId>,
+    planned: Vec<LinkId>,
 }
 
 const NOT_YET: u32 = u32::MAX;
+const AT_DST: u32 = u32::MAX - 1;
 /// Switches with at most this many switch neighbours (a rack switch's uplinks) find their next
 /// hops by a scan as fast as a cache lookup; only the others' are cached.
 const SCAN_DEGREE: u32 = 64;
-const END: LinkId = LinkId(u32::MAX);
 
 /// The shortest-path DAG toward one destination.
 struct Toward<'a> {
@@ -165,16 +217,25 @@ struct Toward<'a> {
     switch_index: &'a [u32],
     sw_offsets: &'a [u32],
     sw_adj: &'a [(u32, LinkId)],
+    out_offsets: &'a [u32],
+    out: &'a [(LinkId, NodeId)],
+    wide: &'a [u32],
+    wide_count: usize,
+    pool: &'a RefCell<HopPool>,
     dist: Rc<Distances>,
 }
 
 impl Toward<'_> {
+    /// `u`'s out links with the node each leads to.
+    fn targets(&self, u: NodeId) -> &[(LinkId, NodeId)] {
+        &self.out[self.out_offsets[u.index()] as usize..self.out_offsets[u.index() + 1] as usize]
+    }
+
     fn up_targets(&self, u: NodeId) -> impl Iterator<Item = (LinkId, NodeId)> + '_ {
-        self.topo
-            .out_links(u)
+        self.targets(u)
             .iter()
-            .filter(|&&l| self.state.is_up(l))
-            .map(|&l| (l, self.topo.link(l).dst))
+            .copied()
+            .filter(|&(l, _)| self.state.is_up(l))
     }
 
     fn links_to_dst(&self, nic: NodeId) -> bool {
@@ -211,7 +272,7 @@ impl Toward<'_> {
     }
 
     fn is_src_nic(&self, nic: NodeId) -> bool {
-        self.topo.nics_of_gpu(self.src).any(|n| n == nic)
+        self.targets(self.src).iter().any(|&(_, n)| n == nic)
     }
 
     /// The equal-cost next hops of `u`, in link-id order. Hosts never forward for others:
@@ -271,51 +332,61 @@ impl Toward<'_> {
             self.sw_offsets[ui as usize] as usize,
             self.sw_offsets[ui as usize + 1] as usize,
         );
-        hops.extend(
-            self.sw_adj[a..b]
-                .iter()
-                // The adjacency holds `s -> u`; the hop is its reverse, `u -> s`.
-                .filter(|&&(s, s_to_u)| {
-                    self.dist.dist[s as usize] == d - 1
-                        && (!up_only || self.state.is_up(s_to_u.reverse()))
-                })
-                .map(|&(_, s_to_u)| s_to_u.reverse()),
-        );
+        hops.reserve(b - a);
+        for &(s, s_to_u) in &self.sw_adj[a..b] {
+            // The adjacency holds `s -> u`; the hop is its reverse, `u -> s`.
+            let hop = s_to_u.reverse();
+            if self.dist.dist[s as usize] == d - 1 && (!up_only || self.state.is_up(hop)) {
+                hops.push(hop);
+            }
+        }
     }
 
-    /// `next_hops` for a switch, over the compact switch adjacency.
+    /// `next_hops` for a switch, over the compact switch adjacency; a wide switch's from the
+    /// cache.
     fn switch_next_hops(&self, ui: u32, u: NodeId, hops: &mut Vec<LinkId>) {
-        let d = self.dist.dist[ui as usize];
-        if d == FAR {
-            return;
+        let wi = self.wide[ui as usize];
+        if wi == u32::MAX {
+            return match self.dist.dist[ui as usize] {
+                FAR => {}
+                0 => self.hops_to_dst_nics(u, hops),
+                d => self.closer_switches(ui, d, true, hops),
+            };
         }
-        if d > 0 {
-            let degree = self.sw_offsets[ui as usize + 1] - self.sw_offsets[ui as usize];
-            if degree <= SCAN_DEGREE {
-                return self.closer_switches(ui, d, true, hops);
-            }
-            let mut cache = self.dist.hops.borrow_mut();
-            let cache = &mut *cache;
-            if cache.at.is_empty() {
-                cache.at = vec![NOT_YET; self.dist.dist.len()];
-            }
-            if cache.at[ui as usize] == NOT_YET {
-                cache.at[ui as usize] = cache.links.len() as u32;
-                self.closer_switches(ui, d, true, &mut cache.links);
-                cache.links.push(END);
-            }
-            let start = cache.at[ui as usize] as usize;
-            hops.extend(cache.links[start..].iter().take_while(|&&l| l != END));
-            return;
+        let mut at = self.dist.hops.borrow_mut();
+        if at.is_empty() {
+            *at = vec![NOT_YET; self.wide_count];
         }
-        // Next to the destination: down to its NICs that can deliver to it.
-        for nic in self.topo.nics_of_gpu(self.dst) {
-            if !self.links_to_dst(nic) {
+        let mut pool = self.pool.borrow_mut();
+        if at[wi as usize] == NOT_YET {
+            at[wi as usize] = match self.dist.dist[ui as usize] {
+                0 => AT_DST,
+                d => {
+                    let mut list = std::mem::take(&mut pool.scratch);
+                    list.clear();
+                    if d != FAR {
+                        self.closer_switches(ui, d, true, &mut list);
+                    }
+                    pool.scratch = list;
+                    pool.intern_scratch()
+                }
+            };
+        }
+        match at[wi as usize] {
+            AT_DST => self.hops_to_dst_nics(u, hops),
+            start => hops.extend_from_slice(pool.list(start)),
+        }
+    }
+
+    /// From an attachment switch `u` down to the destination's NICs that can deliver to it.
+    fn hops_to_dst_nics(&self, u: NodeId, hops: &mut Vec<LinkId>) {
+        for &(_, nic) in self.targets(self.dst) {
+            if self.topo.kind(nic) != NodeKind::Nic || !self.links_to_dst(nic) {
                 continue;
             }
-            for &l in self.topo.out_links(nic) {
+            for &(l, v) in self.targets(nic) {
                 let down = l.reverse();
-                if self.topo.link(l).dst == u && self.state.is_up(down) {
+                if v == u && self.state.is_up(down) {
                     hops.push(down);
                 }
             }
@@ -344,6 +415,21 @@ impl<'t> PathFinder<'t> {
             }
             sw_offsets.push(sw_adj.len() as u32);
         }
+        let mut wide = vec![u32::MAX; switch_count];
+        let mut wide_count = 0;
+        for (i, w) in wide.iter_mut().enumerate() {
+            if sw_offsets[i + 1] - sw_offsets[i] > SCAN_DEGREE {
+                *w = wide_count as u32;
+                wide_count += 1;
+            }
+        }
+        let mut out_offsets = Vec::with_capacity(topo.node_count() + 1);
+        let mut out = Vec::with_capacity(topo.link_count());
+        out_offsets.push(0);
+        for u in topo.nodes() {
+            out.extend(topo.out_links(u).iter().map(|&l| (l, topo.link(l).dst)));
+            out_offsets.push(out.len() as u32);
+        }
         let mut gpu_ordinal = vec![u32::MAX; topo.node_count()];
         for (i, g) in topo.gpus().iter().enumerate() {
             gpu_ordinal[g.index()] = i as u32;
@@ -354,6 +440,17 @@ impl<'t> PathFinder<'t> {
             switch_count,
             sw_offsets,
             sw_adj,
+            out_offsets,
+            out,
+            wide,
+            wide_count,
+            pool: RefCell::default(),
+            walk_scratch: WalkScratch::default(),
+            link_hop: topo
+                .links()
+                .iter()
+                .map(|l| (l.dst, u32::try_from(l.latency.0).unwrap_or(u32::MAX)))
+                .collect(),
             gpu_ordinal,
             dist_cache: HashMap::new(),
             dist_by_dst: vec![None; topo.node_count()],
@@ -391,6 +488,7 @@ impl<'t> PathFinder<'t> {
         if state.version() != self.cache_version {
             self.dist_cache.clear();
             self.dist_by_dst.iter_mut().for_each(|d| *d = None);
+            self.pool.get_mut().clear();
             self.cache_version = state.version();
         }
         if let Some(d) = &self.dist_by_dst[dst.index()] {
@@ -466,6 +564,11 @@ impl<'t> PathFinder<'t> {
             switch_index: &self.switch_index,
             sw_offsets: &self.sw_offsets,
             sw_adj: &self.sw_adj,
+            out_offsets: &self.out_offsets,
+            out: &self.out,
+            wide: &self.wide,
+            wide_count: self.wide_count,
+            pool: &self.pool,
             dist,
         }
     }
@@ -503,7 +606,8 @@ impl<'t> PathFinder<'t> {
     }
 
     /// Walks from `src` to `dst` hop by hop; at each node with several equal-cost next hops
-    /// (in link-id order), `choose` picks one by index (taken modulo their number).
+    /// (in link-id order), `choose` picks one by index (taken modulo their number). Nodes
+    /// with a single next hop are not asked.
     pub fn walk(
         &mut self,
         state: &LinkState,
@@ -526,30 +630,46 @@ impl<'t> PathFinder<'t> {
         choose: &mut PlannedChooser<'_>,
     ) -> Result<Route, RouteError> {
         let dist = self.distances(state, dst);
+        let mut scratch = std::mem::take(&mut self.walk_scratch);
+        let WalkScratch {
+            links,
+            hops,
+            planned: planned_hops,
+        } = &mut scratch;
+        links.clear();
         let t = self.toward(state, src, dst, dist);
-        let mut links = Vec::new();
-        let mut hops = Vec::new();
-        let mut planned_hops = Vec::new();
         let mut u = src;
+        let mut latency = 0;
         loop {
-            t.next_hops_into(u, &mut hops);
-            if hops.is_empty() {
-                break;
-            }
-            if planned && hops.len() > 1 {
-                t.planned_hops_into(u, &mut planned_hops);
-            } else {
-                planned_hops.clear();
-            }
-            let l = hops[(choose(u, &hops, &planned_hops) % hops.len() as u64) as usize];
+            t.next_hops_into(u, hops);
+            let l = match hops.len() {
+                0 => break,
+                1 => hops[0],
+                n => {
+                    if planned {
+                        t.planned_hops_into(u, planned_hops);
+                    }
+                    hops[(choose(u, hops, planned_hops) % n as u64) as usize]
+                }
+            };
             links.push(l);
-            u = self.topo.link(l).dst;
+            let (end, ns) = self.link_hop[l.index()];
+            u = end;
+            latency += if ns != u32::MAX {
+                u64::from(ns)
+            } else {
+                self.topo.link(l).latency.0
+            };
         }
+        let route = Route::Path {
+            links: links.to_vec(),
+            latency: Nanos(latency),
+        };
+        self.walk_scratch = scratch;
         if u != dst {
             return Err(self.no_path(src, dst));
         }
-        let latency = self.latency_of(&links);
-        Ok(Route::Path { links, latency })
+        Ok(route)
     }
 
     /// The equal-cost shortest-path DAG from `src` to `dst` over the links that are up: its
