@@ -112,6 +112,10 @@ impl Engine for AnalyticalEngine {
         }
     }
 
+    fn links(&self, flow: FlowId) -> Vec<(LinkId, f64)> {
+        self.flows[flow.0 as usize].links.clone()
+    }
+
     fn rate(&mut self, flow: FlowId) -> Bandwidth {
         let r = self.flows[flow.0 as usize].rate;
         Bandwidth(if r.is_finite() { r as u64 } else { u64::MAX })

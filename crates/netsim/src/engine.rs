@@ -69,6 +69,8 @@ pub trait Engine {
     fn reroute(&mut self, flow: FlowId, links: Vec<(LinkId, f64)>, latency: Nanos);
     /// A flow's current rate.
     fn rate(&mut self, flow: FlowId) -> Bandwidth;
+    /// The links a flow loads now, each with the fraction of its rate it carries.
+    fn links(&self, flow: FlowId) -> Vec<(LinkId, f64)>;
     /// When the engine next has something to do (a flow draining or completing), if ever.
     fn next_event(&mut self) -> Option<Nanos>;
     /// Moves time to `to`, appending the flows that completed on the way, in time order.

@@ -35,7 +35,7 @@ use crate::engine::{Completion, Engine, FlowId, FlowSpec, LinkStats};
 use crate::maxmin::{Dense, Solver};
 
 struct Flow {
-    links: Vec<(u32, f64)>,
+    links: Span,
     cap: f64,
     latency: Nanos,
     /// Bytes still to send as of `updated`.
@@ -46,6 +46,56 @@ struct Flow {
     /// Bumped whenever the rate changes, so stale drain events are skipped.
     version: u32,
     active: bool,
+}
+
+/// Where a flow's links lie in the [`Incidence`] arena.
+#[derive(Clone, Copy)]
+struct Span {
+    ids: usize,
+    /// Where its weights start, or `UNWEIGHTED` for a flow with weight 1 on every link (a
+    /// single path, the common case, which stores no weights).
+    weights: usize,
+    len: u32,
+}
+
+const UNWEIGHTED: usize = usize::MAX;
+
+/// Every flow's links, in one arena in submission order: no allocation per flow, and a flow's
+/// links are one contiguous read. A rerouted flow's new links are appended (its old ones stay,
+/// unused: reroutes are rare).
+#[derive(Default)]
+struct Incidence {
+    ids: Vec<u32>,
+    weights: Vec<f64>,
+}
+
+impl Incidence {
+    fn push(&mut self, links: &[(LinkId, f64)]) -> Span {
+        let ids = self.ids.len();
+        self.ids.extend(links.iter().map(|&(l, _)| l.0));
+        let weights = if links.iter().all(|&(_, w)| w == 1.0) {
+            UNWEIGHTED
+        } else {
+            let at = self.weights.len();
+            self.weights.extend(links.iter().map(|&(_, w)| w));
+            at
+        };
+        Span {
+            ids,
+            weights,
+            len: links.len() as u32,
+        }
+    }
+
+    /// The links of `span`, each with its weight.
+    fn get(&self, span: Span) -> impl Iterator<Item = (u32, f64)> + '_ {
+        let ids = &self.ids[span.ids..span.ids + span.len as usize];
+        let weights = (span.weights != UNWEIGHTED)
+            .then(|| &self.weights[span.weights..span.weights + span.len as usize]);
+        ids.iter()
+            .enumerate()
+            .map(move |(i, &l)| (l, weights.map_or(1.0, |w| w[i])))
+    }
 }
 
 /// The engine's state of one directed link, in one cache line. A solve reads and writes most
@@ -59,7 +109,9 @@ struct Link {
     load: f64,
     /// Total weight of the active flows crossing it.
     weight: f64,
-    /// Accounting: time with any load up to `since` (ns), and the highest utilization.
+    /// Accounting: bytes carried, time with any load up to `since` (ns), and the highest
+    /// utilization.
+    bytes: f64,
     busy: u64,
     since: u64,
     peak: f64,
@@ -101,6 +153,7 @@ pub struct FlowEngine {
     now: Nanos,
     link: Vec<Link>,
     flows: Vec<Flow>,
+    incidence: Incidence,
     /// Per flow: its rate (bytes/s) and the epoch of the last component search that took it.
     /// Kept apart from `flows`, together, because the search reads both for every flow on
     /// every link it visits.
@@ -148,6 +201,7 @@ impl FlowEngine {
                 })
                 .collect(),
             flows: Vec::new(),
+            incidence: Incidence::default(),
             hot: Vec::new(),
             link_flows: vec![SmallVec::new(); n],
             dirty_flows: Vec::new(),
@@ -211,8 +265,8 @@ impl FlowEngine {
         let flow = &mut self.flows[f as usize];
         let sent = std::mem::take(&mut flow.uncredited);
         if sent > 0.0 {
-            for &(l, w) in &flow.links {
-                self.stats.bytes[l as usize] += sent * w;
+            for (l, w) in self.incidence.get(flow.links) {
+                self.link[l as usize].bytes += sent * w;
             }
         }
     }
@@ -226,10 +280,10 @@ impl FlowEngine {
     fn detach(&mut self, f: u32) {
         self.credit(f);
         let rate = self.hot[f as usize].rate;
-        for i in 0..self.flows[f as usize].links.len() {
-            let (l, w) = self.flows[f as usize].links[i];
+        let now = self.now.0;
+        for (l, w) in self.incidence.get(self.flows[f as usize].links) {
             let l = l as usize;
-            self.account(l);
+            self.link[l].account(now);
             let saturated = self.link[l].load >= self.link[l].capacity * (1.0 - 1e-9);
             if rate.is_finite() {
                 self.link[l].load = (self.link[l].load - w * rate).max(0.0);
@@ -249,8 +303,7 @@ impl FlowEngine {
     }
 
     fn attach(&mut self, f: u32) {
-        for i in 0..self.flows[f as usize].links.len() {
-            let (l, w) = self.flows[f as usize].links[i];
+        for (l, w) in self.incidence.get(self.flows[f as usize].links) {
             self.link_flows[l as usize].push(f);
             self.link[l as usize].weight += w;
         }
@@ -264,9 +317,9 @@ impl FlowEngine {
     /// so an arrival re-solves only the flows at or above this floor.
     fn arrival_floor(&self, f: u32) -> f64 {
         let flow = &self.flows[f as usize];
-        flow.links
-            .iter()
-            .map(|&(l, _)| self.link[l as usize].capacity / self.link[l as usize].weight.max(1e-12))
+        self.incidence
+            .get(flow.links)
+            .map(|(l, _)| self.link[l as usize].capacity / self.link[l as usize].weight.max(1e-12))
             .fold(flow.cap, f64::min)
     }
 
@@ -276,28 +329,26 @@ impl FlowEngine {
     /// bottleneck — and needs no solve.
     fn try_fast_path(&mut self, f: u32) -> bool {
         let flow = &self.flows[f as usize];
-        let solo = flow
-            .links
-            .iter()
-            .map(|&(l, w)| self.link[l as usize].capacity / w)
+        let links = || self.incidence.get(flow.links);
+        let solo = links()
+            .map(|(l, w)| self.link[l as usize].capacity / w)
             .fold(flow.cap, f64::min);
         if !(solo.is_finite() && solo > 0.0) {
             return false;
         }
-        let fits = flow.links.iter().all(|&(l, w)| {
+        let fits = links().all(|(l, w)| {
             self.link[l as usize].load + w * solo <= self.link[l as usize].capacity * (1.0 + 1e-12)
         });
         if !fits {
             return false;
         }
-        for i in 0..self.flows[f as usize].links.len() {
-            let (l, w) = self.flows[f as usize].links[i];
-            self.account(l as usize);
-            self.link[l as usize].load += w * solo;
-            let util = self.link[l as usize].load / self.link[l as usize].capacity;
-            self.link[l as usize].peak = self.link[l as usize].peak.max(util);
-        }
         let now = self.now.0;
+        for (l, w) in self.incidence.get(self.flows[f as usize].links) {
+            let link = &mut self.link[l as usize];
+            link.account(now);
+            link.load += w * solo;
+            link.peak = link.peak.max(link.load / link.capacity);
+        }
         self.hot[f as usize].rate = solo;
         let flow = &mut self.flows[f as usize];
         flow.version = flow.version.wrapping_add(1);
@@ -367,7 +418,7 @@ impl FlowEngine {
             while fi < self.comp_flows.len() {
                 let f = self.comp_flows[fi] as usize;
                 fi += 1;
-                for &(l, _) in &self.flows[f].links {
+                for (l, _) in self.incidence.get(self.flows[f].links) {
                     if self.link[l as usize].mark != epoch {
                         self.link[l as usize].mark = epoch;
                         self.comp_links.push(l);
@@ -420,7 +471,7 @@ impl FlowEngine {
         d.caps.clear();
         for &f in &self.comp_flows {
             let (flow, rate) = (&self.flows[f as usize], self.hot[f as usize].rate);
-            for &(l, w) in &flow.links {
+            for (l, w) in self.incidence.get(flow.links) {
                 let k = self.link[l as usize].slot;
                 if rate.is_finite() {
                     d.fixed[k as usize] -= w * rate;
@@ -509,7 +560,7 @@ impl Engine for FlowEngine {
         let instant = spec.bytes == 0 || (spec.links.is_empty() && spec.cap.is_none());
         self.hot.push(FlowHot { rate: 0.0, mark: 0 });
         self.flows.push(Flow {
-            links: spec.links.iter().map(|&(l, w)| (l.0, w)).collect(),
+            links: self.incidence.push(&spec.links),
             cap: spec.cap.map_or(f64::INFINITY, |c| c.0 as f64),
             latency: spec.latency,
             remaining: spec.bytes as f64,
@@ -543,9 +594,16 @@ impl Engine for FlowEngine {
         self.detach(f);
         self.structural = true;
         let flow = &mut self.flows[f as usize];
-        flow.links = links.iter().map(|&(l, w)| (l.0, w)).collect();
+        flow.links = self.incidence.push(&links);
         flow.latency = latency;
         self.attach(f);
+    }
+
+    fn links(&self, flow: FlowId) -> Vec<(LinkId, f64)> {
+        self.incidence
+            .get(self.flows[flow.0 as usize].links)
+            .map(|(l, w)| (LinkId(l), w))
+            .collect()
     }
 
     fn rate(&mut self, flow: FlowId) -> Bandwidth {
@@ -616,6 +674,7 @@ impl Engine for FlowEngine {
         }
         for l in 0..self.link.len() {
             self.account(l);
+            self.stats.bytes[l] = self.link[l].bytes;
             self.stats.busy[l] = Nanos(self.link[l].busy);
             self.stats.peak_utilization[l] = self.link[l].peak;
         }

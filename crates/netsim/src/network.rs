@@ -52,7 +52,6 @@ pub struct Network<'t, E: Engine> {
     router: Router<'t>,
     engine: E,
     recipes: Vec<Recipe>,
-    routes: Vec<Vec<(LinkId, f64)>>,
     done: Vec<bool>,
     stalled: Vec<(FlowId, RouteError)>,
     memo: Option<RouteMemo>,
@@ -80,7 +79,6 @@ impl<'t, E: Engine> Network<'t, E> {
             router,
             engine,
             recipes: Vec::new(),
-            routes: Vec::new(),
             done: Vec::new(),
             stalled: Vec::new(),
             memo: None,
@@ -165,13 +163,12 @@ impl<'t, E: Engine> Network<'t, E> {
         let mut links = Vec::with_capacity(8);
         let latency = self.append_route(&key, 1.0, &mut links)?;
         let id = self.engine.submit(FlowSpec {
-            links: links.clone(),
+            links,
             bytes,
             cap,
             latency,
         });
         self.recipes.push(Recipe::Key(key));
-        self.routes.push(links);
         self.done.push(false);
         Ok(id)
     }
@@ -186,14 +183,13 @@ impl<'t, E: Engine> Network<'t, E> {
     ) -> Result<(FlowId, Nanos), NetworkError> {
         let (links, latency) = self.resolve_bundle(&strands)?;
         let id = self.engine.submit(FlowSpec {
-            links: links.clone(),
+            links,
             bytes,
             cap,
             latency: Nanos(0),
         });
         self.recipes
             .push(Recipe::Bundle(strands.into_boxed_slice()));
-        self.routes.push(links);
         self.done.push(false);
         Ok((id, latency))
     }
@@ -245,9 +241,9 @@ impl<'t, E: Engine> Network<'t, E> {
         Ok((merged, latency))
     }
 
-    /// The route flow `f` is on now.
-    pub fn route_of(&self, f: FlowId) -> &[(LinkId, f64)] {
-        &self.routes[f.0 as usize]
+    /// The route flow `f` is on now: its links, each with the fraction of its rate it carries.
+    pub fn route_of(&self, f: FlowId) -> Vec<(LinkId, f64)> {
+        self.engine.links(f)
     }
 
     /// Changes both directions of the cable `link` belongs to, at the engine's current time,
@@ -259,11 +255,17 @@ impl<'t, E: Engine> Network<'t, E> {
             self.engine.set_link_capacity(l, cap);
         }
         self.stalled.clear();
-        for f in 0..self.routes.len() {
-            if self.done[f] || self.routes[f].iter().all(|&(l, _)| self.state.is_up(l)) {
+        for f in 0..self.recipes.len() {
+            let flow = FlowId(f as u32);
+            if self.done[f]
+                || self
+                    .engine
+                    .links(flow)
+                    .iter()
+                    .all(|&(l, _)| self.state.is_up(l))
+            {
                 continue;
             }
-            let flow = FlowId(f as u32);
             let rerouted = match &self.recipes[f] {
                 Recipe::Key(key) => {
                     let key = *key;
@@ -278,10 +280,7 @@ impl<'t, E: Engine> Network<'t, E> {
                 }
             };
             match rerouted {
-                Ok((links, latency)) => {
-                    self.engine.reroute(flow, links.clone(), latency);
-                    self.routes[f] = links;
-                }
+                Ok((links, latency)) => self.engine.reroute(flow, links, latency),
                 Err(e) => self.stalled.push((flow, e)),
             }
         }

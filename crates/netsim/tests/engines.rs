@@ -386,7 +386,7 @@ fn certify(topo: &Topology, net: &mut Network<'_, FlowEngine>) -> Result<(), Tes
             continue;
         }
         let r = net.engine().rate(flow).0 as f64;
-        for &(l, w) in net.route_of(flow) {
+        for (l, w) in net.route_of(flow) {
             load[l.index()] += w * r;
             fastest[l.index()] = f64::max(fastest[l.index()], r);
         }
