@@ -15,10 +15,10 @@
 pub mod balance;
 pub mod key;
 pub mod link_state;
+pub mod paths;
 pub mod router;
 
 pub use key::{FlowKey, ROCEV2_PORT};
 pub use link_state::{cables_named, event_condition, DownError, LinkCondition, LinkState};
-pub use router::{
-    HashConfig, HashedPolicy, PathFinder, Policy, Route, RouteError, Router, RoutingPolicy,
-};
+pub use paths::PathFinder;
+pub use router::{HashConfig, HashedPolicy, Policy, Route, RouteError, Router, RoutingPolicy};

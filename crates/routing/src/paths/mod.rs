@@ -1,0 +1,421 @@
+//! Equal-cost paths without enumerating them. Paths are the equal-cost shortest paths of the
+//! forwarding rule (see `fabricsim_topology::reach`): between hosts, source GPU → one of its
+//! NICs → switches → a NIC of the destination GPU → destination GPU; inside a host, over the
+//! NVSwitch. For each destination, a backward BFS over the switches gives every switch's
+//! distance to the destination's NICs (cached per set of attachment switches, so the GPUs of a
+//! rack share one BFS, and dropped when the link state changes). A switch's candidate next
+//! hops are its up links to switches one step closer, or to the destination's NICs; those of
+//! switches with many neighbours are cached with the distances, each distinct list stored
+//! once, so a cluster switch filters its two hundred neighbours once per destination rack
+//! rather than once per flow. That is the closed form of a Clos (an up-port choice per tier)
+//! and works on any graph.
+//!
+//! The hot path is a walk: per hop, one lookup of the node's next hops, which carry where each
+//! leads and its latency, so a route reads neither the link table nor the node table.
+//!
+//! - `graph.rs`: the compact adjacency; `cache.rs`: distances and next-hop lists kept between
+//!   routes; `toward.rs`: costs and next hops toward one destination.
+
+mod cache;
+mod graph;
+mod toward;
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+
+use fabricsim_topology::{LinkId, Nanos, NodeId, NodeKind, Topology};
+
+use crate::link_state::LinkState;
+use crate::router::{Route, RouteError};
+use cache::{Distances, HopPool, FAR};
+use graph::Graph;
+use toward::{Hops, Toward};
+
+/// Picks a next hop by index from (node, next hops that are up, planned next hops).
+pub type PlannedChooser<'a> = dyn FnMut(NodeId, &[LinkId], &[LinkId]) -> u64 + 'a;
+
+/// The equal-cost path machinery of one topology, shared by every policy: per-destination
+/// distances (cached), next hops, hop-by-hop walks, spreads and path enumeration.
+pub struct PathFinder<'t> {
+    topo: &'t Topology,
+    graph: Graph,
+    pool: RefCell<HopPool>,
+    walk_scratch: WalkScratch,
+    gpu_ordinal: Vec<u32>,
+    /// Distances per set of attachment switches (shared by the GPUs of a rack), and per
+    /// destination GPU node their index, so that the routing hot path is one array index.
+    /// Dropped when the link state changes.
+    dist_sets: Vec<Distances>,
+    dist_index: HashMap<Vec<u32>, u32>,
+    dist_by_dst: Vec<u32>,
+    cache_version: u64,
+}
+
+const NO_DISTANCES: u32 = u32::MAX;
+
+/// A walk's buffers, kept between walks so that routing allocates only the path it returns.
+#[derive(Default)]
+struct WalkScratch {
+    links: Vec<LinkId>,
+    hops: Hops,
+    planned: Vec<LinkId>,
+}
+
+impl<'t> PathFinder<'t> {
+    pub fn new(topo: &'t Topology) -> Self {
+        let mut gpu_ordinal = vec![u32::MAX; topo.node_count()];
+        for (i, g) in topo.gpus().iter().enumerate() {
+            gpu_ordinal[g.index()] = i as u32;
+        }
+        PathFinder {
+            topo,
+            graph: Graph::new(topo),
+            pool: RefCell::default(),
+            walk_scratch: WalkScratch::default(),
+            gpu_ordinal,
+            dist_sets: Vec::new(),
+            dist_index: HashMap::new(),
+            dist_by_dst: vec![NO_DISTANCES; topo.node_count()],
+            cache_version: 0,
+        }
+    }
+
+    pub fn topology(&self) -> &'t Topology {
+        self.topo
+    }
+
+    /// The position of `gpu` among the fabric's GPUs (what destination-mod-k pinning uses).
+    pub fn gpu_ordinal(&self, gpu: NodeId) -> u32 {
+        self.gpu_ordinal[gpu.index()]
+    }
+
+    /// An error unless `n` is a GPU.
+    pub fn check_gpu(&self, n: NodeId) -> Result<(), RouteError> {
+        if self.topo.kind(n) == NodeKind::Gpu {
+            Ok(())
+        } else {
+            Err(RouteError::NotAGpu(self.topo.node_name(n).to_string()))
+        }
+    }
+
+    fn no_path(&self, src: NodeId, dst: NodeId) -> RouteError {
+        RouteError::NoPath {
+            src: self.topo.node_name(src).to_string(),
+            dst: self.topo.node_name(dst).to_string(),
+        }
+    }
+
+    /// Switch distances (in switch-to-switch links) to the switches that reach `dst`'s NICs:
+    /// their index in `dist_sets`.
+    fn distances(&mut self, state: &LinkState, dst: NodeId) -> usize {
+        if state.version() != self.cache_version {
+            self.dist_sets.clear();
+            self.dist_index.clear();
+            self.dist_by_dst.fill(NO_DISTANCES);
+            self.pool.get_mut().clear();
+            self.cache_version = state.version();
+        }
+        let known = self.dist_by_dst[dst.index()];
+        if known != NO_DISTANCES {
+            return known as usize;
+        }
+        let topo = self.topo;
+        let g = &self.graph;
+        let mut sources: Vec<u32> = Vec::new();
+        for &(l, nic) in g.targets(dst) {
+            if topo.kind(nic.node) != NodeKind::Nic || !state.is_up(l.reverse()) {
+                continue;
+            }
+            for &(m, s) in g.targets(nic.node) {
+                // The switch must be able to send to the NIC: the reverse direction is up.
+                if s.sw != graph::NOT_A_SWITCH && state.is_up(m.reverse()) {
+                    sources.push(s.sw);
+                }
+            }
+        }
+        sources.sort_unstable();
+        sources.dedup();
+        if let Some(&i) = self.dist_index.get(&sources) {
+            self.dist_by_dst[dst.index()] = i;
+            return i as usize;
+        }
+        let mut dist = vec![FAR; g.switch_count()];
+        let mut frontier: Vec<u32> = sources.clone();
+        for &s in &sources {
+            dist[s as usize] = 0;
+        }
+        let mut level = 0u16;
+        let mut next = Vec::new();
+        while !frontier.is_empty() {
+            level += 1;
+            for &t in &frontier {
+                for n in g.neighbours(t) {
+                    if dist[n.sw as usize] == FAR && state.is_up(n.inbound) {
+                        dist[n.sw as usize] = level;
+                        next.push(n.sw);
+                    }
+                }
+            }
+            std::mem::swap(&mut frontier, &mut next);
+            next.clear();
+        }
+        let i = self.dist_sets.len() as u32;
+        self.dist_sets.push(Distances {
+            dist,
+            hops: RefCell::default(),
+        });
+        self.dist_index.insert(sources, i);
+        self.dist_by_dst[dst.index()] = i;
+        i as usize
+    }
+
+    fn toward<'a>(
+        &'a self,
+        state: &'a LinkState,
+        src: NodeId,
+        dst: NodeId,
+        dist: usize,
+    ) -> Toward<'a> {
+        Toward {
+            topo: self.topo,
+            state,
+            src,
+            dst,
+            graph: &self.graph,
+            pool: &self.pool,
+            dist: &self.dist_sets[dist],
+        }
+    }
+
+    /// The NVLink path inside a host, if `src` and `dst` share an NVSwitch or a direct link.
+    pub fn nvlink_path(&self, state: &LinkState, src: NodeId, dst: NodeId) -> Option<Vec<LinkId>> {
+        let topo = self.topo;
+        if topo.host_of(src) != topo.host_of(dst) {
+            return None;
+        }
+        for &l in topo.out_links(src) {
+            if !state.is_up(l) {
+                continue;
+            }
+            let v = topo.link(l).dst;
+            if v == dst {
+                return Some(vec![l]);
+            }
+            if topo.kind(v) == NodeKind::NvSwitch {
+                if let Some(&m) = topo
+                    .out_links(v)
+                    .iter()
+                    .find(|&&m| topo.link(m).dst == dst && state.is_up(m))
+                {
+                    return Some(vec![l, m]);
+                }
+            }
+        }
+        None
+    }
+
+    /// The propagation latency of a path.
+    pub fn latency_of(&self, links: &[LinkId]) -> Nanos {
+        Nanos(links.iter().map(|&l| self.topo.link(l).latency.0).sum())
+    }
+
+    /// Walks from `src` to `dst` hop by hop; at each node with several equal-cost next hops
+    /// (in link-id order), `choose` picks one by index (taken modulo their number). Nodes
+    /// with a single next hop are not asked.
+    pub fn walk(
+        &mut self,
+        state: &LinkState,
+        src: NodeId,
+        dst: NodeId,
+        choose: &mut dyn FnMut(NodeId, &[LinkId]) -> u64,
+    ) -> Result<Route, RouteError> {
+        self.walk_planned(state, src, dst, false, &mut |u, hops, _| choose(u, hops))
+    }
+
+    /// [`Self::walk`], with the chooser also given, if `planned`, the switch's *planned* next
+    /// hops: those it would have if none of its inter-switch links were down (empty where not a
+    /// switch, and always empty if not `planned`).
+    pub fn walk_planned(
+        &mut self,
+        state: &LinkState,
+        src: NodeId,
+        dst: NodeId,
+        planned: bool,
+        choose: &mut PlannedChooser<'_>,
+    ) -> Result<Route, RouteError> {
+        let dist = self.distances(state, dst);
+        let mut scratch = std::mem::take(&mut self.walk_scratch);
+        let WalkScratch {
+            links,
+            hops,
+            planned: planned_hops,
+        } = &mut scratch;
+        links.clear();
+        let t = self.toward(state, src, dst, dist);
+        let (mut u, mut ui) = (src, self.graph.switch_index[src.index()]);
+        let mut latency = 0;
+        loop {
+            t.next_hops_into(u, ui, hops);
+            let i = match hops.len() {
+                0 => break,
+                1 => 0,
+                n => {
+                    if planned {
+                        t.planned_hops_into(ui, planned_hops);
+                    }
+                    (choose(u, &hops.links, planned_hops) % n as u64) as usize
+                }
+            };
+            let (l, end) = (hops.links[i], hops.ends[i]);
+            links.push(l);
+            (u, ui) = (end.node, end.sw);
+            latency += if end.latency != u32::MAX {
+                u64::from(end.latency)
+            } else {
+                self.topo.link(l).latency.0
+            };
+        }
+        let route = Route::Path {
+            links: links.to_vec(),
+            latency: Nanos(latency),
+        };
+        self.walk_scratch = scratch;
+        if u != dst {
+            return Err(self.no_path(src, dst));
+        }
+        Ok(route)
+    }
+
+    /// The equal-cost shortest-path DAG from `src` to `dst` over the links that are up: its
+    /// nodes in order of decreasing cost to `dst` (a topological order: `src` first, `dst`
+    /// last), each with its next hops in link-id order. Every walk from `src` along next hops
+    /// is one of the equal-cost paths. For GPUs of different NVLink domains.
+    pub fn shortest_path_dag(
+        &mut self,
+        state: &LinkState,
+        src: NodeId,
+        dst: NodeId,
+    ) -> Result<Vec<(NodeId, Vec<LinkId>)>, RouteError> {
+        let topo = self.topo;
+        let dist = self.distances(state, dst);
+        let t = self.toward(state, src, dst, dist);
+        if t.cost(src).is_none() {
+            return Err(self.no_path(src, dst));
+        }
+        let mut order: Vec<(u32, NodeId)> = vec![(t.cost(src).unwrap_or(0), src)];
+        let mut seen = std::collections::BTreeSet::from([src]);
+        let mut i = 0;
+        while i < order.len() {
+            let u = order[i].1;
+            for l in t.next_hops(u) {
+                let v = topo.link(l).dst;
+                if seen.insert(v) {
+                    order.push((t.cost(v).unwrap_or(0), v));
+                }
+            }
+            i += 1;
+        }
+        order.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        Ok(order
+            .into_iter()
+            .map(|(_, u)| (u, t.next_hops(u)))
+            .collect())
+    }
+
+    /// Bytes spread evenly over every equal-cost path: link weight = share of paths using it.
+    pub fn spread(
+        &mut self,
+        state: &LinkState,
+        src: NodeId,
+        dst: NodeId,
+    ) -> Result<Route, RouteError> {
+        let dag = self.shortest_path_dag(state, src, dst)?;
+        let index: HashMap<NodeId, usize> =
+            dag.iter().enumerate().map(|(i, (u, _))| (*u, i)).collect();
+        let mut to_dst = vec![0f64; dag.len()];
+        let mut latency_to_dst = vec![0u64; dag.len()];
+        for i in (0..dag.len()).rev() {
+            let (u, hops) = &dag[i];
+            if *u == dst {
+                to_dst[i] = 1.0;
+            }
+            for &l in hops {
+                let j = index[&self.topo.link(l).dst];
+                to_dst[i] += to_dst[j];
+                latency_to_dst[i] =
+                    latency_to_dst[i].max(latency_to_dst[j] + self.topo.link(l).latency.0);
+            }
+        }
+        let total = to_dst[0];
+        let mut from_src = vec![0f64; dag.len()];
+        from_src[0] = 1.0;
+        let mut links = Vec::new();
+        for (i, (_, hops)) in dag.iter().enumerate() {
+            for &l in hops {
+                let j = index[&self.topo.link(l).dst];
+                from_src[j] += from_src[i];
+                links.push((l, from_src[i] * to_dst[j] / total));
+            }
+        }
+        links.sort_by_key(|&(l, _)| l);
+        Ok(Route::Spread {
+            links,
+            latency: Nanos(latency_to_dst[0]),
+        })
+    }
+
+    /// Up to `limit` equal-cost paths from `src` to `dst` (in link-id order), and how many
+    /// there are in all.
+    pub fn equal_cost_paths(
+        &mut self,
+        state: &LinkState,
+        src: NodeId,
+        dst: NodeId,
+        limit: usize,
+    ) -> Result<(Vec<Vec<LinkId>>, u64), RouteError> {
+        self.check_gpu(src)?;
+        self.check_gpu(dst)?;
+        if let Some(path) = self.nvlink_path(state, src, dst) {
+            return Ok((vec![path], 1));
+        }
+        let dag = self.shortest_path_dag(state, src, dst)?;
+        let hops: HashMap<NodeId, &Vec<LinkId>> = dag.iter().map(|(u, h)| (*u, h)).collect();
+        let mut count: HashMap<NodeId, u64> = HashMap::new();
+        for (u, h) in dag.iter().rev() {
+            let c = if *u == dst {
+                1
+            } else {
+                h.iter()
+                    .map(|&l| count[&self.topo.link(l).dst])
+                    .fold(0u64, u64::saturating_add)
+            };
+            count.insert(*u, c);
+        }
+        let mut paths = Vec::new();
+        let mut stack: Vec<LinkId> = Vec::new();
+        fn walk(
+            topo: &Topology,
+            hops: &HashMap<NodeId, &Vec<LinkId>>,
+            u: NodeId,
+            dst: NodeId,
+            stack: &mut Vec<LinkId>,
+            paths: &mut Vec<Vec<LinkId>>,
+            limit: usize,
+        ) {
+            if paths.len() >= limit {
+                return;
+            }
+            if u == dst {
+                paths.push(stack.clone());
+                return;
+            }
+            for &l in hops[&u].iter() {
+                stack.push(l);
+                walk(topo, hops, topo.link(l).dst, dst, stack, paths, limit);
+                stack.pop();
+            }
+        }
+        walk(self.topo, &hops, src, dst, &mut stack, &mut paths, limit);
+        Ok((paths, count[&src]))
+    }
+}

@@ -1,0 +1,246 @@
+//! The shortest-path DAG toward one destination, one node at a time: a node's cost (links to
+//! the destination) and its equal-cost next hops under the forwarding rule.
+
+use std::cell::RefCell;
+
+use fabricsim_topology::{LinkId, NodeId, NodeKind, Topology};
+
+use super::cache::{Distances, HopPool, AT_DST, FAR, NOT_YET};
+use super::graph::{End, Graph, NOT_A_SWITCH};
+use crate::link_state::LinkState;
+
+/// A node's next hops: the links, in link-id order, and where each leads.
+#[derive(Default)]
+pub(super) struct Hops {
+    pub links: Vec<LinkId>,
+    pub ends: Vec<End>,
+}
+
+impl Hops {
+    pub fn clear(&mut self) {
+        self.links.clear();
+        self.ends.clear();
+    }
+
+    pub fn push(&mut self, link: LinkId, end: End) {
+        self.links.push(link);
+        self.ends.push(end);
+    }
+
+    pub fn len(&self) -> usize {
+        self.links.len()
+    }
+}
+
+pub(super) struct Toward<'a> {
+    pub topo: &'a Topology,
+    pub state: &'a LinkState,
+    pub src: NodeId,
+    pub dst: NodeId,
+    pub graph: &'a Graph,
+    pub pool: &'a RefCell<HopPool>,
+    pub dist: &'a Distances,
+}
+
+impl Toward<'_> {
+    fn up_targets(&self, u: NodeId) -> impl Iterator<Item = (LinkId, End)> + '_ {
+        self.graph
+            .targets(u)
+            .iter()
+            .copied()
+            .filter(|&(l, _)| self.state.is_up(l))
+    }
+
+    fn links_to_dst(&self, nic: NodeId) -> bool {
+        self.up_targets(nic).any(|(_, e)| e.node == self.dst)
+    }
+
+    fn switch_cost(&self, sw: u32) -> Option<u32> {
+        let d = self.dist.dist[sw as usize];
+        (d != FAR).then(|| u32::from(d) + 2)
+    }
+
+    /// Links from `u` to the destination; `None` when the destination is not reachable from
+    /// `u`.
+    pub fn cost(&self, u: NodeId) -> Option<u32> {
+        self.cost_of(End {
+            node: u,
+            sw: self.graph.switch_index[u.index()],
+            latency: 0,
+        })
+    }
+
+    fn cost_of(&self, e: End) -> Option<u32> {
+        if e.sw != NOT_A_SWITCH {
+            return self.switch_cost(e.sw);
+        }
+        let u = e.node;
+        if u == self.dst {
+            return Some(0);
+        }
+        match self.topo.kind(u) {
+            NodeKind::Nic if self.links_to_dst(u) => Some(1),
+            NodeKind::Nic if self.is_src_nic(u) => self
+                .up_targets(u)
+                .filter(|(_, v)| v.sw != NOT_A_SWITCH)
+                .filter_map(|(_, v)| self.switch_cost(v.sw))
+                .min()
+                .map(|c| c + 1),
+            NodeKind::Gpu if u == self.src => self
+                .up_targets(u)
+                .filter(|(_, v)| self.topo.kind(v.node) == NodeKind::Nic)
+                .filter_map(|(_, v)| self.cost_of(v))
+                .min()
+                .map(|c| c + 1),
+            _ => None,
+        }
+    }
+
+    fn is_src_nic(&self, nic: NodeId) -> bool {
+        self.graph
+            .targets(self.src)
+            .iter()
+            .any(|&(_, e)| e.node == nic)
+    }
+
+    /// The equal-cost next hops of `u`, in link-id order. Hosts never forward for others:
+    /// a switch hands traffic only to switches or to the destination's NICs.
+    pub fn next_hops(&self, u: NodeId) -> Vec<LinkId> {
+        let mut hops = Hops::default();
+        self.next_hops_into(u, self.graph.switch_index[u.index()], &mut hops);
+        hops.links
+    }
+
+    /// [`Self::next_hops`] of `u` (switch index `ui`) into a reused buffer (the routing hot
+    /// path allocates nothing).
+    pub fn next_hops_into(&self, u: NodeId, ui: u32, hops: &mut Hops) {
+        hops.clear();
+        if ui != NOT_A_SWITCH {
+            return self.switch_next_hops(ui, u, hops);
+        }
+        let Some(c) = self.cost_of(End {
+            node: u,
+            sw: ui,
+            latency: 0,
+        }) else {
+            return;
+        };
+        if c == 0 {
+            return;
+        }
+        for (l, e) in self.up_targets(u) {
+            // From a host's node: on to a switch, a NIC, or the destination itself.
+            let allowed = e.sw != NOT_A_SWITCH
+                || match self.topo.kind(e.node) {
+                    NodeKind::Nic => true,
+                    NodeKind::Gpu => e.node == self.dst,
+                    NodeKind::NvSwitch | NodeKind::Switch(_) => false,
+                };
+            if allowed && self.cost_of(e) == Some(c - 1) {
+                hops.push(l, e);
+            }
+        }
+    }
+
+    /// The next hops switch `ui` would have toward the destination if none of its links to
+    /// other switches were down (distances as they are): what a static assignment, such as
+    /// path pinning, was computed over. Empty where `ui` is not a switch or is next to the
+    /// destination.
+    pub fn planned_hops_into(&self, ui: u32, hops: &mut Vec<LinkId>) {
+        hops.clear();
+        if ui == NOT_A_SWITCH {
+            return;
+        }
+        let d = self.dist.dist[ui as usize];
+        if d != FAR && d > 0 {
+            self.closer_switches(ui, d, false, |l, _| hops.push(l));
+        }
+    }
+
+    /// The links from switch `ui` (at distance `d > 0`) to the switches at distance `d - 1`,
+    /// only those that are up if `up_only`, to `push` with where each leads.
+    fn closer_switches(&self, ui: u32, d: u16, up_only: bool, mut push: impl FnMut(LinkId, End)) {
+        for n in self.graph.neighbours(ui) {
+            // The adjacency holds `s -> u`; the hop is its reverse, `u -> s`.
+            let hop = n.inbound.reverse();
+            if self.dist.dist[n.sw as usize] == d - 1 && (!up_only || self.state.is_up(hop)) {
+                let end = End {
+                    node: self.graph.switch_nodes[n.sw as usize],
+                    sw: n.sw,
+                    latency: n.out_latency,
+                };
+                push(hop, end);
+            }
+        }
+    }
+
+    /// `next_hops` for a switch, over the compact switch adjacency; a wide switch's from the
+    /// cache.
+    fn switch_next_hops(&self, ui: u32, u: NodeId, hops: &mut Hops) {
+        let wi = self.graph.wide[ui as usize];
+        if wi == u32::MAX {
+            return match self.dist.dist[ui as usize] {
+                FAR => {}
+                0 => self.hops_to_dst_nics(u, hops),
+                d => self.closer_switches(ui, d, true, |l, e| hops.push(l, e)),
+            };
+        }
+        let mut at = self.dist.hops.borrow_mut();
+        if at.is_empty() {
+            *at = vec![NOT_YET; self.graph.wide_count];
+        }
+        let mut pool = self.pool.borrow_mut();
+        if at[wi as usize] == NOT_YET {
+            at[wi as usize] = match self.dist.dist[ui as usize] {
+                0 => AT_DST,
+                d => {
+                    let mut list = Hops::default();
+                    if d != FAR {
+                        self.closer_switches(ui, d, true, |l, e| list.push(l, e));
+                    }
+                    pool.intern(&list.links, &list.ends)
+                }
+            };
+        }
+        match at[wi as usize] {
+            AT_DST => self.hops_to_dst_nics(u, hops),
+            start => {
+                let (links, ends) = pool.list(start);
+                hops.links.extend_from_slice(links);
+                hops.ends.extend_from_slice(ends);
+            }
+        }
+    }
+
+    /// From an attachment switch `u` down to the destination's NICs that can deliver to it.
+    fn hops_to_dst_nics(&self, u: NodeId, hops: &mut Hops) {
+        for &(_, nic) in self.graph.targets(self.dst) {
+            let nic = nic.node;
+            if self.topo.kind(nic) != NodeKind::Nic || !self.links_to_dst(nic) {
+                continue;
+            }
+            for &(l, e) in self.graph.targets(nic) {
+                let down = l.reverse();
+                if e.node == u && self.state.is_up(down) {
+                    let end = End {
+                        node: nic,
+                        sw: NOT_A_SWITCH,
+                        // Both directions of a cable have the same latency.
+                        latency: e.latency,
+                    };
+                    hops.push(down, end);
+                }
+            }
+        }
+        if hops.len() > 1 {
+            let mut pairs: Vec<(LinkId, End)> = (hops.links.iter().copied())
+                .zip(hops.ends.iter().copied())
+                .collect();
+            pairs.sort_unstable_by_key(|&(l, _)| l);
+            hops.clear();
+            for (l, e) in pairs {
+                hops.push(l, e);
+            }
+        }
+    }
+}
