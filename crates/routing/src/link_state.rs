@@ -19,6 +19,8 @@ pub struct LinkState {
     conditions: Vec<LinkCondition>,
     /// `conditions[l] != Down`, packed for the routing hot loop.
     up: Vec<bool>,
+    /// How many links are down (routing skips its per-link checks when none is).
+    down: usize,
     version: u64,
 }
 
@@ -28,6 +30,7 @@ impl LinkState {
         LinkState {
             conditions: vec![LinkCondition::Up; topo.link_count()],
             up: vec![true; topo.link_count()],
+            down: 0,
             version: 0,
         }
     }
@@ -39,6 +42,12 @@ impl LinkState {
     #[inline]
     pub fn is_up(&self, link: LinkId) -> bool {
         self.up[link.index()]
+    }
+
+    /// Whether no link is down.
+    #[inline]
+    pub fn all_up(&self) -> bool {
+        self.down == 0
     }
 
     /// Usable capacity now: 0 when down.
@@ -53,8 +62,11 @@ impl LinkState {
     /// Sets one direction of a link.
     pub fn set(&mut self, link: LinkId, condition: LinkCondition) {
         if self.conditions[link.index()] != condition {
+            let was_up = self.up[link.index()];
+            let up = condition != LinkCondition::Down;
             self.conditions[link.index()] = condition;
-            self.up[link.index()] = condition != LinkCondition::Down;
+            self.up[link.index()] = up;
+            self.down = self.down + usize::from(was_up && !up) - usize::from(!was_up && up);
             self.version += 1;
         }
     }

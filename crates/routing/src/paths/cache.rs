@@ -2,7 +2,6 @@
 //! distance and the next hops of the wide switches, and the pool those next hops are kept in.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 
 use fabricsim_topology::LinkId;
 
@@ -34,13 +33,23 @@ pub(super) const AT_DST: u32 = u32::MAX - 1;
 pub(super) struct HopPool {
     links: Vec<LinkId>,
     ends: Vec<End>,
-    index: HashMap<Vec<LinkId>, u32>,
+    /// Per wide switch, where its lists start (a switch has a handful: one per distance
+    /// pattern of its neighbours, such as "up to every aggregation switch" and one per rack
+    /// below it).
+    by_switch: Vec<Vec<u32>>,
 }
 
 impl HopPool {
-    /// Where the list `links` (leading to `ends`) starts, stored if new.
-    pub fn intern(&mut self, links: &[LinkId], ends: &[End]) -> u32 {
-        if let Some(&at) = self.index.get(links) {
+    /// Where wide switch `wi`'s list `links` (leading to `ends`) starts, stored if new.
+    pub fn intern(&mut self, wi: u32, links: &[LinkId], ends: &[End]) -> u32 {
+        let wi = wi as usize;
+        if self.by_switch.len() <= wi {
+            self.by_switch.resize_with(wi + 1, Vec::new);
+        }
+        if let Some(&at) = self.by_switch[wi]
+            .iter()
+            .find(|&&at| self.list(at).0 == links)
+        {
             return at;
         }
         let at = self.links.len() as u32;
@@ -48,7 +57,7 @@ impl HopPool {
         self.links.extend_from_slice(links);
         self.ends.push(End::NONE);
         self.ends.extend_from_slice(ends);
-        self.index.insert(links.to_vec(), at);
+        self.by_switch[wi].push(at);
         at
     }
 
@@ -62,6 +71,6 @@ impl HopPool {
     pub fn clear(&mut self) {
         self.links.clear();
         self.ends.clear();
-        self.index.clear();
+        self.by_switch.clear();
     }
 }

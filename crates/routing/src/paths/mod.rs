@@ -146,11 +146,12 @@ impl<'t> PathFinder<'t> {
         }
         let mut level = 0u16;
         let mut next = Vec::new();
+        let all_up = state.all_up();
         while !frontier.is_empty() {
             level += 1;
             for &t in &frontier {
                 for n in g.neighbours(t) {
-                    if dist[n.sw as usize] == FAR && state.is_up(n.inbound) {
+                    if dist[n.sw as usize] == FAR && (all_up || state.is_up(n.inbound)) {
                         dist[n.sw as usize] = level;
                         next.push(n.sw);
                     }

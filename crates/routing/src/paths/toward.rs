@@ -160,6 +160,7 @@ impl Toward<'_> {
     /// The links from switch `ui` (at distance `d > 0`) to the switches at distance `d - 1`,
     /// only those that are up if `up_only`, to `push` with where each leads.
     fn closer_switches(&self, ui: u32, d: u16, up_only: bool, mut push: impl FnMut(LinkId, End)) {
+        let up_only = up_only && !self.state.all_up();
         for n in self.graph.neighbours(ui) {
             // The adjacency holds `s -> u`; the hop is its reverse, `u -> s`.
             let hop = n.inbound.reverse();
@@ -198,7 +199,7 @@ impl Toward<'_> {
                     if d != FAR {
                         self.closer_switches(ui, d, true, |l, e| list.push(l, e));
                     }
-                    pool.intern(&list.links, &list.ends)
+                    pool.intern(wi, &list.links, &list.ends)
                 }
             };
         }
