@@ -62,11 +62,14 @@ impl LinkState {
     /// Sets one direction of a link.
     pub fn set(&mut self, link: LinkId, condition: LinkCondition) {
         if self.conditions[link.index()] != condition {
-            let was_up = self.up[link.index()];
             let up = condition != LinkCondition::Down;
+            match (self.up[link.index()], up) {
+                (true, false) => self.down += 1,
+                (false, true) => self.down -= 1,
+                _ => {}
+            }
             self.conditions[link.index()] = condition;
             self.up[link.index()] = up;
-            self.down = self.down + usize::from(was_up && !up) - usize::from(!was_up && up);
             self.version += 1;
         }
     }

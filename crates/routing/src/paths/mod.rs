@@ -252,6 +252,8 @@ impl<'t> PathFinder<'t> {
             planned: planned_hops,
         } = &mut scratch;
         links.clear();
+        // Left empty unless asked for (a previous walk may have filled it).
+        planned_hops.clear();
         let t = self.toward(state, src, dst, dist);
         let (mut u, mut ui) = (src, self.graph.switch_index[src.index()]);
         let mut latency = 0;
