@@ -4,23 +4,25 @@
 //! Bookkeeping: a flow's remaining bytes are settled lazily, from its rate and the time of its
 //! last rate change. Every arrival, drain, reroute or capacity change marks flows or links
 //! *dirty*; before time moves on, all changes that share the current timestamp are solved
-//! together, and only the component they touch (the flows reachable from them through shared
-//! links, SimGrid's "selective update") is re-solved.
+//! together, and only the flows they can affect are re-solved (SimGrid's "selective update",
+//! narrowed further; `component.rs` has the search, the solve and its check).
 //!
-//! Departures re-solve far less. When flows leave and the slowest of them had rate `r`,
-//! progressive filling below level `r` runs exactly as before (every link a departed flow
-//! crossed saturated at `r` or above), so every flow slower than `r` keeps its rate. Only the flows at or above `r`
-//! reachable from the departed flows' links through such flows are re-solved, on the capacity
-//! the slower flows leave. In a congested fabric the fastest flows finish first, so most
-//! departures touch a handful of flows. And only the links a departed flow *saturated* seed
-//! that search: a link below capacity bound no flow, so freeing more of it changes no rate;
-//! a rate that changes does so through a chain of saturated links from a freed one, and the
-//! search still follows every link of every flow it re-solves.
+//! Departures: when flows leave and the slowest of them had rate `r`, progressive filling below
+//! level `r` runs exactly as before (every link a departed flow crossed saturated at `r` or
+//! above), so every flow slower than `r` keeps its rate. Only flows at or above `r` are
+//! re-solved, on the capacity the slower flows leave, starting from the links a departed flow
+//! *saturated* (a link below capacity bound no flow, so freeing more of it changes no rate).
+//! In a congested fabric the fastest flows finish first, so most departures touch a handful of
+//! flows.
 //!
 //! Arrivals likewise: a new flow's final rate is at least `min over its links of C / W` (the
 //! capacity over the total weight crossing the link), and every flow slower than the new flow
 //! keeps its rate, so only flows at or above that floor are re-solved. And a new flow that fits
 //! at its solo rate on every link it crosses needs no solve at all (the uncongested fast path).
+//!
+//! The set re-solved grows through saturated links only, and the result is then checked
+//! against the max-min certificate on every link it changed; flows that fail join the set and
+//! it is solved again. Reroutes and capacity changes take everything they reach instead.
 //!
 //! A flow *drains* when its last byte leaves the source; it *completes* one path latency later,
 //! when the last byte arrives.
@@ -32,7 +34,9 @@ use fabricsim_topology::{Bandwidth, LinkId, Nanos, Topology};
 use smallvec::SmallVec;
 
 use crate::engine::{Completion, Engine, FlowId, FlowSpec, LinkStats};
-use crate::maxmin::{Dense, Solver};
+use crate::maxmin::Solver;
+
+mod component;
 
 struct Flow {
     links: Span,
@@ -146,7 +150,13 @@ struct DenseScratch {
 struct FlowHot {
     rate: f64,
     mark: u32,
+    /// While a solve runs (`mark` is its epoch): the flow's position in `comp_flows`, or
+    /// `PENDING` (taken in, not solved yet) or `CERTIFIED` (left out: it keeps its rate).
+    slot: u32,
 }
+
+const PENDING: u32 = u32::MAX;
+const CERTIFIED: u32 = u32::MAX - 1;
 
 /// See the module docs.
 pub struct FlowEngine {
@@ -174,6 +184,12 @@ pub struct FlowEngine {
     epoch: u32,
     comp_flows: Vec<u32>,
     comp_links: Vec<u32>,
+    /// The links the changes being solved touched (see `keeps_floor`), sorted; built on demand.
+    touched: Vec<u32>,
+    /// Scratch of `widen`: flows that fail the check, and flows faster than a flow on its
+    /// saturated links.
+    widened: Vec<u32>,
+    faster: Vec<u32>,
     rates: Vec<f64>,
     dense: DenseScratch,
     /// Link accounting, filled from `link` when asked for.
@@ -214,6 +230,9 @@ impl FlowEngine {
             epoch: 0,
             comp_flows: Vec::new(),
             comp_links: Vec::new(),
+            touched: Vec::new(),
+            widened: Vec::new(),
+            faster: Vec::new(),
             rates: Vec::new(),
             dense: DenseScratch::default(),
             stats: LinkStats::new(n),
@@ -357,176 +376,6 @@ impl FlowEngine {
         true
     }
 
-    /// Re-solves the component of everything dirty; see the module docs.
-    fn solve_dirty(&mut self) {
-        if !self.structural && !self.dirty_flows.is_empty() {
-            let mut pending = std::mem::take(&mut self.dirty_flows);
-            pending.retain(|&f| self.flows[f as usize].active && !self.try_fast_path(f));
-            self.dirty_flows = pending;
-        }
-        if self.dirty_flows.is_empty() && self.dirty_links.is_empty() {
-            self.drain_floor = f64::INFINITY;
-            return;
-        }
-        self.solves += 1;
-        self.epoch = self.epoch.wrapping_add(1);
-        if self.epoch == 0 {
-            self.hot.iter_mut().for_each(|h| h.mark = 0);
-            self.link.iter_mut().for_each(|l| l.mark = 0);
-            self.epoch = 1;
-        }
-        let epoch = self.epoch;
-        self.comp_flows.clear();
-        self.comp_links.clear();
-        let mut dirty_flows = std::mem::take(&mut self.dirty_flows);
-        let mut dirty_links = std::mem::take(&mut self.dirty_links);
-        for &f in &dirty_flows {
-            if self.flows[f as usize].active && self.hot[f as usize].mark != epoch {
-                self.hot[f as usize].mark = epoch;
-                self.comp_flows.push(f);
-            }
-        }
-        for &l in &dirty_links {
-            if self.link[l as usize].mark != epoch {
-                self.link[l as usize].mark = epoch;
-                self.comp_links.push(l);
-            }
-        }
-        // Close over shared links: flows of marked links at or above the floor, links of
-        // marked flows.
-        let floor = if self.structural {
-            0.0
-        } else {
-            dirty_flows
-                .iter()
-                .map(|&f| self.arrival_floor(f))
-                .fold(self.drain_floor, f64::min)
-                * (1.0 - 1e-9)
-        };
-        let (mut fi, mut li) = (0, 0);
-        while fi < self.comp_flows.len() || li < self.comp_links.len() {
-            while li < self.comp_links.len() {
-                let l = self.comp_links[li] as usize;
-                li += 1;
-                for &f in &self.link_flows[l] {
-                    if self.hot[f as usize].mark != epoch && self.hot[f as usize].rate >= floor {
-                        self.hot[f as usize].mark = epoch;
-                        self.comp_flows.push(f);
-                    }
-                }
-            }
-            while fi < self.comp_flows.len() {
-                let f = self.comp_flows[fi] as usize;
-                fi += 1;
-                for (l, _) in self.incidence.get(self.flows[f].links) {
-                    if self.link[l as usize].mark != epoch {
-                        self.link[l as usize].mark = epoch;
-                        self.comp_links.push(l);
-                    }
-                }
-            }
-        }
-        if self.comp_flows.is_empty() {
-            // Only departures, and no flow left at or above their rate near them: nothing
-            // changes (their load already left the links when they drained).
-            self.solves -= 1;
-            dirty_flows.clear();
-            dirty_links.clear();
-            self.dirty_flows = dirty_flows;
-            self.dirty_links = dirty_links;
-            self.drain_floor = f64::INFINITY;
-            self.structural = false;
-            return;
-        }
-        for i in 0..self.comp_flows.len() {
-            self.settle(self.comp_flows[i]);
-        }
-        self.comp_flows.sort_unstable();
-        self.solved_flows += self.comp_flows.len() as u64;
-        self.solve_component();
-        dirty_flows.clear();
-        dirty_links.clear();
-        self.drain_floor = f64::INFINITY;
-        self.structural = false;
-        self.dirty_flows = dirty_flows;
-        self.dirty_links = dirty_links;
-    }
-
-    /// Re-solves the flows of `comp_flows` over the links of `comp_links`, on what the flows
-    /// left out leave of each link. The component's links get dense local numbers (their
-    /// position in `comp_links`), so the solve and the load update run over short contiguous
-    /// arrays.
-    fn solve_component(&mut self) {
-        let d = &mut self.dense;
-        d.fixed.clear();
-        for (k, &l) in self.comp_links.iter().enumerate() {
-            let link = &mut self.link[l as usize];
-            link.slot = k as u32;
-            d.fixed.push(link.load);
-        }
-        // The flows' links in local numbers, and the load the flows left out keep.
-        d.start.clear();
-        d.start.push(0);
-        d.links.clear();
-        d.caps.clear();
-        for &f in &self.comp_flows {
-            let (flow, rate) = (&self.flows[f as usize], self.hot[f as usize].rate);
-            for (l, w) in self.incidence.get(flow.links) {
-                let k = self.link[l as usize].slot;
-                if rate.is_finite() {
-                    d.fixed[k as usize] -= w * rate;
-                }
-                d.links.push((k, w));
-            }
-            d.start.push(d.links.len() as u32);
-            d.caps.push(flow.cap);
-        }
-        d.capacity.clear();
-        for (k, &l) in self.comp_links.iter().enumerate() {
-            d.fixed[k] = d.fixed[k].max(0.0);
-            d.capacity
-                .push((self.link[l as usize].capacity - d.fixed[k]).max(0.0));
-        }
-        self.solver.solve_dense(
-            Dense {
-                capacity: &d.capacity,
-                ids: &self.comp_links,
-                start: &d.start,
-                links: &d.links,
-                caps: &d.caps,
-            },
-            &mut self.rates,
-        );
-        // New loads: what stayed, plus the new rates.
-        for (i, &f) in self.comp_flows.iter().enumerate() {
-            let rate = self.rates[i];
-            self.hot[f as usize].rate = rate;
-            for &(k, w) in &d.links[d.start[i] as usize..d.start[i + 1] as usize] {
-                d.fixed[k as usize] += w * rate;
-            }
-            let flow = &mut self.flows[f as usize];
-            flow.version = flow.version.wrapping_add(1);
-            if rate > 0.0 {
-                let secs = flow.remaining / rate;
-                let at = self.now.0 + (secs * 1e9).ceil() as u64;
-                self.drains.push(Reverse((at, f, flow.version)));
-            }
-        }
-        let now = self.now.0;
-        for (k, &l) in self.comp_links.iter().enumerate() {
-            let link = &mut self.link[l as usize];
-            link.account(now);
-            link.load = d.fixed[k];
-            let util = if link.capacity > 0.0 {
-                link.load / link.capacity
-            } else {
-                0.0
-            };
-            debug_assert!(util <= 1.0 + 1e-6, "link {l} over capacity: {util}");
-            link.peak = link.peak.max(util);
-        }
-    }
-
     fn next_drain(&mut self) -> Option<u64> {
         while let Some(&Reverse((at, f, v))) = self.drains.peek() {
             let flow = &self.flows[f as usize];
@@ -558,7 +407,11 @@ impl Engine for FlowEngine {
         let id = self.flows.len() as u32;
         // A flow with nothing to send, or that crosses no link and has no cap, is done at once.
         let instant = spec.bytes == 0 || (spec.links.is_empty() && spec.cap.is_none());
-        self.hot.push(FlowHot { rate: 0.0, mark: 0 });
+        self.hot.push(FlowHot {
+            rate: 0.0,
+            mark: 0,
+            slot: PENDING,
+        });
         self.flows.push(Flow {
             links: self.incidence.push(&spec.links),
             cap: spec.cap.map_or(f64::INFINITY, |c| c.0 as f64),

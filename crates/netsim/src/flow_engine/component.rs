@@ -1,0 +1,349 @@
+//! The incremental re-solve: which flows a change can affect, their new max-min rates, and
+//! the check that the flows left out still hold theirs.
+//!
+//! A solve starts from the flows a change touches directly: the arrivals, and the flows at or
+//! above the floor on the links a departure saturated. It grows the set through *saturated*
+//! links only (a flow's rate is set where it is bottlenecked), solves the set on what the
+//! other flows leave of each link, and then checks the result instead of trusting it:
+//! an allocation is max-min fair exactly when no link is over capacity and every flow is at
+//! its cap or crosses a saturated link on which no flow is faster (its bottleneck). The solve
+//! keeps every link of the set within capacity, and flows away from the set's links keep
+//! their bottlenecks, so only the set's flows and the other flows on its links are checked.
+//! A flow that fails joins the set with the flows that broke its bottleneck, and the set is
+//! solved again. So the set stays as small as the change's real reach, where closing over
+//! every shared link reached across the fabric: flows at equal rates (the QPs of connections
+//! split evenly, each at its NIC's share) chained into components of thousands.
+
+use std::cmp::Reverse;
+
+use super::{FlowEngine, CERTIFIED, PENDING};
+use crate::maxmin::Dense;
+
+/// Relative slack of "saturated" and "no faster": rates and loads are sums of floats.
+const TOLERANCE: f64 = 1e-9;
+
+impl FlowEngine {
+    /// Whether `f`, at the floor level (rate at most `ceiling`), provably keeps its rate: it
+    /// crosses a saturated link that no change touched and on which no flow is faster than the
+    /// floor. Progressive filling below the floor runs as before, so that link fills at the
+    /// floor level again and freezes `f` there.
+    fn keeps_floor(&mut self, f: u32, ceiling: f64, arrivals: &[u32], dirty: &[u32]) -> bool {
+        if self.touched.is_empty() {
+            // Every link a change touched: the departures' saturated links, and every link of
+            // the arrivals and reroutes (the sentinel marks the list built).
+            self.touched.extend_from_slice(dirty);
+            for &a in arrivals {
+                self.touched.extend(
+                    self.incidence
+                        .get(self.flows[a as usize].links)
+                        .map(|(l, _)| l),
+                );
+            }
+            self.touched.push(u32::MAX);
+            self.touched.sort_unstable();
+        }
+        self.incidence
+            .get(self.flows[f as usize].links)
+            .any(|(l, _)| {
+                let link = &self.link[l as usize];
+                link.load >= link.capacity * (1.0 - TOLERANCE)
+                    && self.touched.binary_search(&l).is_err()
+                    && self.link_flows[l as usize]
+                        .iter()
+                        .all(|&g| self.hot[g as usize].rate <= ceiling)
+            })
+    }
+
+    /// Re-solves what the pending changes can affect; see the module docs and the engine's.
+    pub(super) fn solve_dirty(&mut self) {
+        if !self.structural && !self.dirty_flows.is_empty() {
+            let mut pending = std::mem::take(&mut self.dirty_flows);
+            pending.retain(|&f| self.flows[f as usize].active && !self.try_fast_path(f));
+            self.dirty_flows = pending;
+        }
+        if self.dirty_flows.is_empty() && self.dirty_links.is_empty() {
+            self.drain_floor = f64::INFINITY;
+            return;
+        }
+        self.epoch = self.epoch.wrapping_add(1);
+        if self.epoch == 0 {
+            self.hot.iter_mut().for_each(|h| h.mark = 0);
+            self.link.iter_mut().for_each(|l| l.mark = 0);
+            self.epoch = 1;
+        }
+        let epoch = self.epoch;
+        self.comp_flows.clear();
+        self.comp_links.clear();
+        self.touched.clear();
+        let dirty_flows = std::mem::take(&mut self.dirty_flows);
+        let dirty_links = std::mem::take(&mut self.dirty_links);
+        for &f in &dirty_flows {
+            if self.flows[f as usize].active && self.hot[f as usize].mark != epoch {
+                self.join(f);
+            }
+        }
+        for &l in &dirty_links {
+            if self.link[l as usize].mark != epoch {
+                self.link[l as usize].mark = epoch;
+                self.comp_links.push(l);
+            }
+        }
+        // Flows slower than the floor keep their rates (module docs of the engine). A
+        // structural change (a reroute, a capacity change) has no floor, and takes everything
+        // it reaches through any shared link.
+        let (floor, ceiling) = if self.structural {
+            (0.0, f64::NEG_INFINITY)
+        } else {
+            let r0 = dirty_flows
+                .iter()
+                .map(|&f| self.arrival_floor(f))
+                .fold(self.drain_floor, f64::min);
+            (r0 * (1.0 - TOLERANCE), r0 * (1.0 + TOLERANCE))
+        };
+        let seeds = self.comp_links.len();
+        let (mut fi, mut li) = (0, 0);
+        loop {
+            // Close over links: the flows at or above the floor on a seed link or a saturated
+            // one, and the links of every flow taken.
+            while fi < self.comp_flows.len() || li < self.comp_links.len() {
+                while li < self.comp_links.len() {
+                    let l = self.comp_links[li] as usize;
+                    let follow = li < seeds || self.structural || {
+                        let link = &self.link[l];
+                        link.load >= link.capacity * (1.0 - TOLERANCE)
+                    };
+                    li += 1;
+                    if !follow {
+                        continue;
+                    }
+                    for i in 0..self.link_flows[l].len() {
+                        let f = self.link_flows[l][i];
+                        let hot = self.hot[f as usize];
+                        if hot.mark == epoch || hot.rate < floor {
+                            continue;
+                        }
+                        if hot.rate <= ceiling
+                            && self.keeps_floor(f, ceiling, &dirty_flows, &dirty_links)
+                        {
+                            self.hot[f as usize].mark = epoch;
+                            self.hot[f as usize].slot = CERTIFIED;
+                            continue;
+                        }
+                        self.join(f);
+                    }
+                }
+                while fi < self.comp_flows.len() {
+                    let f = self.comp_flows[fi] as usize;
+                    fi += 1;
+                    for (l, _) in self.incidence.get(self.flows[f].links) {
+                        if self.link[l as usize].mark != epoch {
+                            self.link[l as usize].mark = epoch;
+                            self.comp_links.push(l);
+                        }
+                    }
+                }
+            }
+            if self.comp_flows.is_empty() {
+                // Only departures, and no flow left at or above their rate near them: nothing
+                // changes (their load already left the links when they drained).
+                break;
+            }
+            self.comp_flows.sort_unstable();
+            self.solves += 1;
+            self.solved_flows += self.comp_flows.len() as u64;
+            self.solve_component();
+            // Flows `widen` takes in are closed over on the next round.
+            if self.structural || !self.widen(seeds) {
+                self.commit();
+                break;
+            }
+        }
+        self.drain_floor = f64::INFINITY;
+        self.structural = false;
+        let (mut dirty_flows, mut dirty_links) = (dirty_flows, dirty_links);
+        dirty_flows.clear();
+        dirty_links.clear();
+        self.dirty_flows = dirty_flows;
+        self.dirty_links = dirty_links;
+    }
+
+    /// Takes `f` into the set being solved.
+    fn join(&mut self, f: u32) {
+        self.hot[f as usize].mark = self.epoch;
+        self.hot[f as usize].slot = PENDING;
+        self.comp_flows.push(f);
+    }
+
+    /// `f`'s rate as the solution being checked has it.
+    fn rate_now(&self, f: u32) -> f64 {
+        let hot = self.hot[f as usize];
+        if hot.mark == self.epoch && hot.slot < CERTIFIED {
+            self.rates[hot.slot as usize]
+        } else {
+            hot.rate
+        }
+    }
+
+    /// Link `l`'s load as the solution being checked has it.
+    fn load_now(&self, l: u32) -> f64 {
+        let link = &self.link[l as usize];
+        if link.mark == self.epoch {
+            self.dense.fixed[link.slot as usize]
+        } else {
+            link.load
+        }
+    }
+
+    /// Whether `f`, at `rate`, is at its cap or crosses a saturated link on which no flow is
+    /// faster; where it is not, the flows faster than it on its saturated links go to `out`.
+    fn bottlenecked(&self, f: u32, rate: f64, out: &mut Vec<u32>) -> bool {
+        let flow = &self.flows[f as usize];
+        if rate >= flow.cap * (1.0 - TOLERANCE) {
+            return true;
+        }
+        let start = out.len();
+        for (l, _) in self.incidence.get(flow.links) {
+            if self.load_now(l) < self.link[l as usize].capacity * (1.0 - TOLERANCE) {
+                continue;
+            }
+            let before = out.len();
+            for &g in &self.link_flows[l as usize] {
+                if self.rate_now(g) > rate * (1.0 + TOLERANCE) {
+                    out.push(g);
+                }
+            }
+            if out.len() == before {
+                out.truncate(start);
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Checks the solution of `comp_flows` (module docs); takes in the flows that fail and the
+    /// faster flows that broke their bottlenecks. Returns whether any joined.
+    fn widen(&mut self, seeds: usize) -> bool {
+        let epoch = self.epoch;
+        let mut failed = std::mem::take(&mut self.widened);
+        let mut faster = std::mem::take(&mut self.faster);
+        failed.clear();
+        for (i, &f) in self.comp_flows.iter().enumerate() {
+            if !self.bottlenecked(f, self.rates[i], &mut faster) {
+                failed.append(&mut faster);
+            }
+            faster.clear();
+        }
+        // The other flows on the set's links that were saturated (a seed link was, before its
+        // departures left): the only places where a flow outside the set can have lost its
+        // bottleneck.
+        for (k, &l) in self.comp_links.iter().enumerate() {
+            let link = &self.link[l as usize];
+            if k >= seeds && link.load < link.capacity * (1.0 - TOLERANCE) {
+                continue;
+            }
+            for &g in &self.link_flows[l as usize] {
+                let hot = self.hot[g as usize];
+                let outside = hot.mark != epoch || hot.slot == CERTIFIED;
+                if outside && !self.bottlenecked(g, hot.rate, &mut faster) {
+                    failed.push(g);
+                }
+                faster.clear();
+            }
+        }
+        let before = self.comp_flows.len();
+        for &g in &failed {
+            let hot = self.hot[g as usize];
+            if hot.mark != epoch || hot.slot == CERTIFIED {
+                self.join(g);
+            }
+        }
+        self.widened = failed;
+        self.faster = faster;
+        self.comp_flows.len() > before
+    }
+
+    /// Solves the flows of `comp_flows` over the links of `comp_links`, on what the flows
+    /// left out leave of each link, into `rates` (one per flow, in order) and the links' new
+    /// loads into `dense.fixed` (by the links' local numbers, their position in
+    /// `comp_links`); nothing is committed. Short contiguous arrays for the solver.
+    fn solve_component(&mut self) {
+        let d = &mut self.dense;
+        d.fixed.clear();
+        for (k, &l) in self.comp_links.iter().enumerate() {
+            let link = &mut self.link[l as usize];
+            link.slot = k as u32;
+            d.fixed.push(link.load);
+        }
+        // The flows' links in local numbers, and the load the flows left out keep.
+        d.start.clear();
+        d.start.push(0);
+        d.links.clear();
+        d.caps.clear();
+        for (i, &f) in self.comp_flows.iter().enumerate() {
+            let (flow, rate) = (&self.flows[f as usize], self.hot[f as usize].rate);
+            self.hot[f as usize].slot = i as u32;
+            for (l, w) in self.incidence.get(flow.links) {
+                let k = self.link[l as usize].slot;
+                if rate.is_finite() {
+                    d.fixed[k as usize] -= w * rate;
+                }
+                d.links.push((k, w));
+            }
+            d.start.push(d.links.len() as u32);
+            d.caps.push(flow.cap);
+        }
+        d.capacity.clear();
+        for (k, &l) in self.comp_links.iter().enumerate() {
+            d.fixed[k] = d.fixed[k].max(0.0);
+            d.capacity
+                .push((self.link[l as usize].capacity - d.fixed[k]).max(0.0));
+        }
+        self.solver.solve_dense(
+            Dense {
+                capacity: &d.capacity,
+                ids: &self.comp_links,
+                start: &d.start,
+                links: &d.links,
+                caps: &d.caps,
+            },
+            &mut self.rates,
+        );
+        // New loads: what stayed, plus the new rates.
+        for (i, &rate) in self.rates.iter().enumerate() {
+            for &(k, w) in &d.links[d.start[i] as usize..d.start[i + 1] as usize] {
+                d.fixed[k as usize] += w * rate;
+            }
+        }
+    }
+
+    /// Makes the checked solution the engine's: the flows' rates (settling what they sent at
+    /// the old ones) and drain times, and the links' loads and accounting.
+    fn commit(&mut self) {
+        for i in 0..self.comp_flows.len() {
+            let f = self.comp_flows[i];
+            self.settle(f);
+            let rate = self.rates[i];
+            self.hot[f as usize].rate = rate;
+            let flow = &mut self.flows[f as usize];
+            flow.version = flow.version.wrapping_add(1);
+            if rate > 0.0 {
+                let secs = flow.remaining / rate;
+                let at = self.now.0 + (secs * 1e9).ceil() as u64;
+                self.drains.push(Reverse((at, f, flow.version)));
+            }
+        }
+        let now = self.now.0;
+        for (k, &l) in self.comp_links.iter().enumerate() {
+            let link = &mut self.link[l as usize];
+            link.account(now);
+            link.load = self.dense.fixed[k];
+            let util = if link.capacity > 0.0 {
+                link.load / link.capacity
+            } else {
+                0.0
+            };
+            debug_assert!(util <= 1.0 + 1e-6, "link {l} over capacity: {util}");
+            link.peak = link.peak.max(util);
+        }
+    }
+}
