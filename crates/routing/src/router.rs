@@ -149,7 +149,11 @@ impl RoutingPolicy for HashedPolicy {
         state: &LinkState,
         key: &FlowKey,
     ) -> Result<Route, RouteError> {
-        let ordinal = u64::from(paths.gpu_ordinal(key.dst));
+        // Destination-mod-k: where the pinned policies start (read only by them).
+        let ordinal = match self.policy {
+            Policy::Pin | Policy::Spray => u64::from(paths.gpu_ordinal(key.dst)),
+            Policy::Ecmp | Policy::EEcmp => 0,
+        };
         let mut choose = |node: NodeId, hops: &[LinkId], planned: &[LinkId]| match self.policy {
             Policy::Ecmp => key.hash5(self.node_seed(node)),
             Policy::EEcmp => key.hash_with_qp(self.node_seed(node)),

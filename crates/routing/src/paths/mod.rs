@@ -28,7 +28,7 @@ use fabricsim_topology::{LinkId, Nanos, NodeId, NodeKind, Topology};
 use crate::link_state::LinkState;
 use crate::router::{Route, RouteError};
 use cache::{Distances, HopPool, FAR};
-use graph::Graph;
+use graph::{Graph, NOT_A_SWITCH};
 use toward::{Hops, Toward};
 
 /// Picks a next hop by index from (node, next hops that are up, planned next hops).
@@ -41,7 +41,9 @@ pub struct PathFinder<'t> {
     graph: Graph,
     pool: RefCell<HopPool>,
     walk_scratch: WalkScratch,
-    gpu_ordinal: Vec<u32>,
+    /// Per node: its position among the GPUs and its host, or `NOT_A_GPU` (one read tells
+    /// whether a node is a GPU and whether two GPUs share a host).
+    gpus: Vec<GpuSlot>,
     /// Distances per set of attachment switches (shared by the GPUs of a rack), and per
     /// destination GPU node their index, so that the routing hot path is one array index.
     /// Dropped when the link state changes.
@@ -53,6 +55,17 @@ pub struct PathFinder<'t> {
 
 const NO_DISTANCES: u32 = u32::MAX;
 
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct GpuSlot {
+    ordinal: u32,
+    host: u32,
+}
+
+const NOT_A_GPU: GpuSlot = GpuSlot {
+    ordinal: u32::MAX,
+    host: u32::MAX,
+};
+
 /// A walk's buffers, kept between walks so that routing allocates only the path it returns.
 #[derive(Default)]
 struct WalkScratch {
@@ -63,16 +76,19 @@ struct WalkScratch {
 
 impl<'t> PathFinder<'t> {
     pub fn new(topo: &'t Topology) -> Self {
-        let mut gpu_ordinal = vec![u32::MAX; topo.node_count()];
-        for (i, g) in topo.gpus().iter().enumerate() {
-            gpu_ordinal[g.index()] = i as u32;
+        let mut gpus = vec![NOT_A_GPU; topo.node_count()];
+        for (i, &g) in topo.gpus().iter().enumerate() {
+            gpus[g.index()] = GpuSlot {
+                ordinal: i as u32,
+                host: topo.host_of(g).map_or(u32::MAX, |h| h.0),
+            };
         }
         PathFinder {
             topo,
             graph: Graph::new(topo),
             pool: RefCell::default(),
             walk_scratch: WalkScratch::default(),
-            gpu_ordinal,
+            gpus,
             dist_sets: Vec::new(),
             dist_index: HashMap::new(),
             dist_by_dst: vec![NO_DISTANCES; topo.node_count()],
@@ -86,12 +102,12 @@ impl<'t> PathFinder<'t> {
 
     /// The position of `gpu` among the fabric's GPUs (what destination-mod-k pinning uses).
     pub fn gpu_ordinal(&self, gpu: NodeId) -> u32 {
-        self.gpu_ordinal[gpu.index()]
+        self.gpus[gpu.index()].ordinal
     }
 
     /// An error unless `n` is a GPU.
     pub fn check_gpu(&self, n: NodeId) -> Result<(), RouteError> {
-        if self.topo.kind(n) == NodeKind::Gpu {
+        if self.gpus[n.index()] != NOT_A_GPU {
             Ok(())
         } else {
             Err(RouteError::NotAGpu(self.topo.node_name(n).to_string()))
@@ -191,7 +207,13 @@ impl<'t> PathFinder<'t> {
     /// The NVLink path inside a host, if `src` and `dst` share an NVSwitch or a direct link.
     pub fn nvlink_path(&self, state: &LinkState, src: NodeId, dst: NodeId) -> Option<Vec<LinkId>> {
         let topo = self.topo;
-        if topo.host_of(src) != topo.host_of(dst) {
+        let (a, b) = (self.gpus[src.index()], self.gpus[dst.index()]);
+        let same_host = if a != NOT_A_GPU && b != NOT_A_GPU {
+            a.host == b.host
+        } else {
+            topo.host_of(src) == topo.host_of(dst)
+        };
+        if !same_host {
             return None;
         }
         for &l in topo.out_links(src) {
@@ -257,8 +279,22 @@ impl<'t> PathFinder<'t> {
         let t = self.toward(state, src, dst, dist);
         let (mut u, mut ui) = (src, self.graph.switch_index[src.index()]);
         let mut latency = 0;
+        // Every hop is one link closer to the destination.
+        let mut cost = if ui == NOT_A_SWITCH && self.topo.kind(src) == NodeKind::Gpu {
+            t.source_hops_into(hops)
+        } else {
+            hops.clear();
+            let c = t.cost(src);
+            if let Some(c) = c {
+                t.next_hops_into(src, ui, c, hops);
+            }
+            c
+        }
+        .unwrap_or(0);
         loop {
-            t.next_hops_into(u, ui, hops);
+            if u != src {
+                t.next_hops_into(u, ui, cost, hops);
+            }
             let i = match hops.len() {
                 0 => break,
                 1 => 0,
@@ -272,6 +308,7 @@ impl<'t> PathFinder<'t> {
             let (l, end) = (hops.links[i], hops.ends[i]);
             links.push(l);
             (u, ui) = (end.node, end.sw);
+            cost -= 1;
             latency += if end.latency != u32::MAX {
                 u64::from(end.latency)
             } else {

@@ -107,39 +107,70 @@ impl Toward<'_> {
     /// a switch hands traffic only to switches or to the destination's NICs.
     pub fn next_hops(&self, u: NodeId) -> Vec<LinkId> {
         let mut hops = Hops::default();
-        self.next_hops_into(u, self.graph.switch_index[u.index()], &mut hops);
+        if let Some(c) = self.cost(u) {
+            self.next_hops_into(u, self.graph.switch_index[u.index()], c, &mut hops);
+        }
         hops.links
     }
 
-    /// [`Self::next_hops`] of `u` (switch index `ui`) into a reused buffer (the routing hot
-    /// path allocates nothing).
-    pub fn next_hops_into(&self, u: NodeId, ui: u32, hops: &mut Hops) {
+    /// [`Self::next_hops`] of `u` (switch index `ui`, cost `c`: a walk knows it, one less
+    /// than the node before) into a reused buffer (the routing hot path allocates nothing).
+    pub fn next_hops_into(&self, u: NodeId, ui: u32, c: u32, hops: &mut Hops) {
         hops.clear();
         if ui != NOT_A_SWITCH {
             return self.switch_next_hops(ui, u, hops);
         }
-        let Some(c) = self.cost_of(End {
-            node: u,
-            sw: ui,
-            latency: 0,
-        }) else {
-            return;
-        };
         if c == 0 {
             return;
         }
         for (l, e) in self.up_targets(u) {
-            // From a host's node: on to a switch, a NIC, or the destination itself.
-            let allowed = e.sw != NOT_A_SWITCH
-                || match self.topo.kind(e.node) {
-                    NodeKind::Nic => true,
-                    NodeKind::Gpu => e.node == self.dst,
-                    NodeKind::NvSwitch | NodeKind::Switch(_) => false,
-                };
-            if allowed && self.cost_of(e) == Some(c - 1) {
+            if self.forwards_to(e) && self.cost_of(e) == Some(c - 1) {
                 hops.push(l, e);
             }
         }
+    }
+
+    /// From a host's node: on to a switch, a NIC, or the destination itself.
+    fn forwards_to(&self, e: End) -> bool {
+        e.sw != NOT_A_SWITCH
+            || match self.topo.kind(e.node) {
+                NodeKind::Nic => true,
+                NodeKind::Gpu => e.node == self.dst,
+                NodeKind::NvSwitch | NodeKind::Switch(_) => false,
+            }
+    }
+
+    /// The source GPU's cost and next hops, in one pass over its links: [`Self::cost`] and
+    /// [`Self::next_hops_into`] of the source together, each neighbour's cost found once.
+    pub fn source_hops_into(&self, hops: &mut Hops) -> Option<u32> {
+        hops.clear();
+        let mut nic_best: Option<u32> = None;
+        let mut found: [(LinkId, End, u32); 8] = [(LinkId(0), End::NONE, 0); 8];
+        let mut n = 0;
+        for (l, e) in self.up_targets(self.src) {
+            if !self.forwards_to(e) {
+                continue;
+            }
+            let Some(ce) = self.cost_of(e) else { continue };
+            if e.sw == NOT_A_SWITCH && self.topo.kind(e.node) == NodeKind::Nic {
+                nic_best = Some(nic_best.map_or(ce, |b| b.min(ce)));
+            }
+            if n == found.len() {
+                // More candidate links than kept here: the general path.
+                let c = self.cost(self.src)?;
+                self.next_hops_into(self.src, NOT_A_SWITCH, c, hops);
+                return Some(c);
+            }
+            found[n] = (l, e, ce);
+            n += 1;
+        }
+        let c = nic_best? + 1;
+        for &(l, e, ce) in &found[..n] {
+            if ce + 1 == c {
+                hops.push(l, e);
+            }
+        }
+        Some(c)
     }
 
     /// The next hops switch `ui` would have toward the destination if none of its links to
