@@ -169,8 +169,9 @@ pub struct FlowEngine {
     /// every link it visits.
     hot: Vec<FlowHot>,
     /// Per link, the active flows crossing it. Most links carry a handful, kept inline, so the
-    /// component search reads a link's flows without a second cache miss.
-    link_flows: Vec<SmallVec<[u32; 8]>>,
+    /// component search reads a link's flows without a second cache miss; six inline make an
+    /// entry 32 bytes, which never straddles two cache lines (eight made 40, and half did).
+    link_flows: Vec<SmallVec<[u32; 6]>>,
     dirty_flows: Vec<u32>,
     dirty_links: Vec<u32>,
     /// The smallest rate among flows that drained since the last solve. See `solve_dirty`.
