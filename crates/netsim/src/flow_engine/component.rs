@@ -75,8 +75,8 @@ impl FlowEngine {
         self.comp_flows.clear();
         self.comp_links.clear();
         self.touched.clear();
-        let dirty_flows = std::mem::take(&mut self.dirty_flows);
-        let dirty_links = std::mem::take(&mut self.dirty_links);
+        let mut dirty_flows = std::mem::take(&mut self.dirty_flows);
+        let mut dirty_links = std::mem::take(&mut self.dirty_links);
         for &f in &dirty_flows {
             if self.flows[f as usize].active && self.hot[f as usize].mark != epoch {
                 self.join(f);
@@ -160,7 +160,6 @@ impl FlowEngine {
         }
         self.drain_floor = f64::INFINITY;
         self.structural = false;
-        let (mut dirty_flows, mut dirty_links) = (dirty_flows, dirty_links);
         dirty_flows.clear();
         dirty_links.clear();
         self.dirty_flows = dirty_flows;

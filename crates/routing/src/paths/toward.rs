@@ -27,6 +27,13 @@ impl Hops {
         self.ends.push(end);
     }
 
+    /// Adds a hop where link-id order puts it (no allocation beyond the buffers' own).
+    pub fn insert_sorted(&mut self, link: LinkId, end: End) {
+        let at = self.links.partition_point(|&l| l < link);
+        self.links.insert(at, link);
+        self.ends.insert(at, end);
+    }
+
     pub fn len(&self) -> usize {
         self.links.len()
     }
@@ -260,18 +267,8 @@ impl Toward<'_> {
                         // Both directions of a cable have the same latency.
                         latency: e.latency,
                     };
-                    hops.push(down, end);
+                    hops.insert_sorted(down, end);
                 }
-            }
-        }
-        if hops.len() > 1 {
-            let mut pairs: Vec<(LinkId, End)> = (hops.links.iter().copied())
-                .zip(hops.ends.iter().copied())
-                .collect();
-            pairs.sort_unstable_by_key(|&(l, _)| l);
-            hops.clear();
-            for (l, e) in pairs {
-                hops.push(l, e);
             }
         }
     }
