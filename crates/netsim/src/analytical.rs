@@ -75,10 +75,10 @@ impl Engine for AnalyticalEngine {
         self.now
     }
 
-    fn submit(&mut self, spec: FlowSpec) -> FlowId {
+    fn submit(&mut self, spec: FlowSpec<'_>) -> FlowId {
         let id = self.flows.len() as u32;
         self.flows.push(Flow {
-            links: spec.links,
+            links: spec.links.to_vec(),
             cap: spec.cap.map_or(f64::INFINITY, |c| c.0 as f64),
             remaining: spec.bytes as f64,
             updated: self.now,

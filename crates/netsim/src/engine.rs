@@ -7,9 +7,11 @@ use fabricsim_topology::{Bandwidth, LinkId, Nanos};
 /// What the engine needs of a flow: the links it loads with the fraction of its rate each
 /// carries (1 on a path; less on each branch of a spread flow), its size, an optional rate cap
 /// (NIC line rate, PCIe, a slow receiver) and its path latency.
-#[derive(Clone, Debug, PartialEq)]
-pub struct FlowSpec {
-    pub links: Vec<(LinkId, f64)>,
+/// The links are borrowed: the engine copies what it keeps, so a caller can route every flow
+/// into one reused buffer.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FlowSpec<'a> {
+    pub links: &'a [(LinkId, f64)],
     pub bytes: u64,
     pub cap: Option<Bandwidth>,
     pub latency: Nanos,
@@ -62,7 +64,7 @@ impl LinkStats {
 pub trait Engine {
     /// The engine's current time; submissions and changes take effect at it.
     fn now(&self) -> Nanos;
-    fn submit(&mut self, flow: FlowSpec) -> FlowId;
+    fn submit(&mut self, flow: FlowSpec<'_>) -> FlowId;
     /// A link's usable capacity from now on (0 = down).
     fn set_link_capacity(&mut self, link: LinkId, capacity: Bandwidth);
     /// Moves an unfinished flow's remaining bytes onto new links.

@@ -404,7 +404,7 @@ impl Engine for FlowEngine {
         self.now
     }
 
-    fn submit(&mut self, spec: FlowSpec) -> FlowId {
+    fn submit(&mut self, spec: FlowSpec<'_>) -> FlowId {
         let id = self.flows.len() as u32;
         // A flow with nothing to send, or that crosses no link and has no cap, is done at once.
         let instant = spec.bytes == 0 || (spec.links.is_empty() && spec.cap.is_none());
@@ -414,7 +414,7 @@ impl Engine for FlowEngine {
             slot: PENDING,
         });
         self.flows.push(Flow {
-            links: self.incidence.push(&spec.links),
+            links: self.incidence.push(spec.links),
             cap: spec.cap.map_or(f64::INFINITY, |c| c.0 as f64),
             latency: spec.latency,
             remaining: spec.bytes as f64,

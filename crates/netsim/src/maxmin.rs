@@ -16,6 +16,10 @@
 //!
 //! Once every flow is frozen the solve stops: the links still in the heap change nothing.
 //!
+//! Problems of a few flows (most re-solves of a churning fabric: one or two flows) skip the
+//! heap and its link-to-flow index: a scan of every link's key picks the event the heap would
+//! pop, so the two give the same rates to the last bit.
+//!
 //! The result is the max-min fair allocation: every flow is either at its cap or crosses a
 //! saturated link on which no flow is faster (its bottleneck).
 
@@ -76,6 +80,9 @@ impl Event {
     }
 }
 
+/// Problems of at most this many flows are solved by a scan, not a heap.
+const SMALL: usize = 4;
+
 /// Reusable buffers, so that repeated solves do not allocate.
 #[derive(Default)]
 pub struct Solver {
@@ -86,6 +93,8 @@ pub struct Solver {
     start: Vec<u32>,
     flows: Vec<u32>,
     heap: BinaryHeap<Event>,
+    /// A small problem's per-link event: what its heap entry would be, `None` once popped.
+    keys: Vec<Option<Event>>,
 }
 
 impl Solver {
@@ -116,13 +125,29 @@ impl Solver {
     /// Max-min fair rates for the flows of `p`, one per flow into `rates`.
     pub fn solve_dense(&mut self, p: Dense<'_>, rates: &mut Vec<f64>) {
         let (m, n) = (p.capacity.len(), p.caps.len());
-        let flow_links = |f: usize| &p.links[p.start[f] as usize..p.start[f + 1] as usize];
         rates.clear();
         rates.resize(n, f64::NAN);
         self.weight.clear();
         self.weight.resize(m, 0.0);
         self.frozen_load.clear();
         self.frozen_load.resize(m, 0.0);
+        if n <= SMALL {
+            self.solve_small(p, rates);
+        } else {
+            self.solve_heap(p, rates);
+        }
+        // Flows that cross no link and have no cap are limited by nothing: infinite.
+        for r in rates.iter_mut() {
+            if r.is_nan() {
+                *r = f64::INFINITY;
+            }
+        }
+    }
+
+    /// Progressive filling with the heap (module docs).
+    fn solve_heap(&mut self, p: Dense<'_>, rates: &mut [f64]) {
+        let (m, n) = (p.capacity.len(), p.caps.len());
+        let flow_links = |f: usize| &p.links[p.start[f] as usize..p.start[f + 1] as usize];
         // Sum the links' weights and count their flows (in `start`, shifted by one for the
         // prefix sum below).
         self.start.clear();
@@ -195,10 +220,57 @@ impl Solver {
             }
         }
         self.heap.clear();
-        // Flows that cross no link and have no cap are limited by nothing: infinite.
-        for r in rates.iter_mut() {
-            if r.is_nan() {
-                *r = f64::INFINITY;
+    }
+
+    /// [`Self::solve_heap`] for a few flows: each step scans every link's key and every
+    /// unfrozen flow's cap for the event the heap would pop (keys are distinct, so it is the
+    /// same one), and finds a saturated link's flows by scanning the flows.
+    fn solve_small(&mut self, p: Dense<'_>, rates: &mut [f64]) {
+        let (m, n) = (p.capacity.len(), p.caps.len());
+        let flow_links = |f: usize| &p.links[p.start[f] as usize..p.start[f + 1] as usize];
+        for &(k, w) in p.links {
+            self.weight[k as usize] += w;
+        }
+        self.keys.clear();
+        for k in 0..m {
+            let key = Event::new(self.level_of(k, p.capacity), p.ids[k], k as u32);
+            self.keys.push(Some(key));
+        }
+        let mut level = 0.0f64;
+        let mut unfrozen = n;
+        while unfrozen > 0 {
+            // The heap's order is `Event`'s: the greatest event is the lowest level.
+            let link = self.keys.iter().flatten().copied().max();
+            let cap = (0..n)
+                .filter(|&f| rates[f].is_nan() && p.caps[f].is_finite())
+                .map(|f| Event::new(p.caps[f], u32::MAX, f as u32))
+                .max();
+            let Some(ev) = link.max(cap) else {
+                break;
+            };
+            if ev.what() == u32::MAX {
+                let f = ev.tag() as usize;
+                level = level.max(ev.level());
+                self.freeze(f, ev.level().min(level).max(0.0), flow_links(f), rates);
+                unfrozen -= 1;
+                continue;
+            }
+            let k = ev.tag() as usize;
+            self.keys[k] = None;
+            if self.weight[k] <= 0.0 {
+                continue;
+            }
+            let current = self.level_of(k, p.capacity);
+            if current > ev.level() {
+                self.keys[k] = Some(Event::new(current, ev.what(), ev.tag()));
+                continue;
+            }
+            level = level.max(ev.level());
+            for f in 0..n {
+                if rates[f].is_nan() && flow_links(f).iter().any(|&(j, _)| j as usize == k) {
+                    self.freeze(f, level, flow_links(f), rates);
+                    unfrozen -= 1;
+                }
             }
         }
     }
@@ -284,6 +356,67 @@ mod tests {
             &[(&[(0, 1.0)], 1.0), (&[(0, 1.0)], INF), (&[(0, 1.0)], INF)],
         );
         assert_eq!(r, vec![1.0, 4.5, 4.5]);
+    }
+
+    /// The scan for small problems must pick the same events as the heap, so give the same
+    /// rates to the last bit: checked on random problems full of ties (capacities and caps
+    /// from a few values, weights of a third).
+    #[test]
+    fn small_problems_solve_as_the_heap_does() {
+        let mut seed = 7u64;
+        let mut next = |n: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % n
+        };
+        let (mut solver, mut small, mut heap) = (Solver::default(), Vec::new(), Vec::new());
+        for _ in 0..20_000 {
+            let m = 1 + next(10) as usize;
+            let n = 1 + next(SMALL as u64) as usize;
+            let capacity: Vec<f64> = (0..m)
+                .map(|_| [0.0, 1.0, 3.0, 10.0][next(4) as usize])
+                .collect();
+            let ids: Vec<u32> = (0..m as u32).map(|k| (k * 7) % 11).collect();
+            let (mut start, mut links, mut caps) = (vec![0u32], Vec::new(), Vec::new());
+            for _ in 0..n {
+                for k in 0..m as u32 {
+                    if next(3) == 0 {
+                        links.push((k, [1.0, 1.0 / 3.0, 0.5][next(3) as usize]));
+                    }
+                }
+                start.push(links.len() as u32);
+                caps.push([f64::INFINITY, 1.0, 2.5][next(3) as usize]);
+            }
+            let p = Dense {
+                capacity: &capacity,
+                ids: &ids,
+                start: &start,
+                links: &links,
+                caps: &caps,
+            };
+            for (rates, run) in [
+                (
+                    &mut small,
+                    Solver::solve_small as fn(&mut Solver, Dense<'_>, &mut [f64]),
+                ),
+                (&mut heap, Solver::solve_heap),
+            ] {
+                rates.clear();
+                rates.resize(n, f64::NAN);
+                solver.weight.clear();
+                solver.weight.resize(m, 0.0);
+                solver.frozen_load.clear();
+                solver.frozen_load.resize(m, 0.0);
+                run(&mut solver, p, rates);
+            }
+            let bits = |r: &[f64]| r.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(
+                bits(&small),
+                bits(&heap),
+                "{capacity:?} {start:?} {links:?} {caps:?}"
+            );
+        }
     }
 
     #[test]

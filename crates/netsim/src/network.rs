@@ -13,9 +13,7 @@
 
 use std::collections::HashMap;
 
-use fabricsim_routing::{
-    FlowKey, LinkCondition, LinkState, Route, RouteError, Router, RoutingPolicy,
-};
+use fabricsim_routing::{FlowKey, LinkCondition, LinkState, RouteError, Router, RoutingPolicy};
 use fabricsim_topology::{Bandwidth, LinkId, Nanos, Topology};
 
 use crate::engine::{Completion, Engine, FlowId, FlowSpec};
@@ -55,6 +53,8 @@ pub struct Network<'t, E: Engine> {
     done: Vec<bool>,
     stalled: Vec<(FlowId, RouteError)>,
     memo: Option<RouteMemo>,
+    /// The links of the flow being submitted, reused (submitting allocates nothing per flow).
+    scratch: Vec<(LinkId, f64)>,
 }
 
 /// Routes by flow key, valid for one version of the link state: a routing policy is a function
@@ -82,13 +82,14 @@ impl<'t, E: Engine> Network<'t, E> {
             done: Vec::new(),
             stalled: Vec::new(),
             memo: None,
+            scratch: Vec::new(),
         }
     }
 
     /// Remembers each flow key's route until the link state changes, for callers that route
     /// the same keys again and again (a training job's collectives and pipeline transfers).
     /// The memory grows with the number of distinct keys, so one-off flows should not use it;
-    /// spreads (spray) are not remembered.
+    /// the spreads of policies that ignore the key (spray) are not remembered.
     pub fn memoize_routes(&mut self) {
         self.memo.get_or_insert_with(|| RouteMemo {
             version: self.state.version(),
@@ -114,22 +115,21 @@ impl<'t, E: Engine> Network<'t, E> {
                 return Ok(*latency);
             }
         }
-        let route = self.router.route(&self.state, key)?;
-        match &route {
-            Route::Path { links: path, .. } => {
-                links.extend(path.iter().map(|&l| (l, weight)));
-            }
-            Route::Spread { links: spread, .. } => {
-                links.extend(spread.iter().map(|&(l, w)| (l, w * weight)));
+        let start = links.len();
+        let latency = self.router.route_into(&self.state, key, links)?;
+        // Paths only: a spread (spray) crosses hundreds of links, and memoizing one per key
+        // would cost more memory than the walk costs time.
+        if let Some(memo) = &mut self.memo {
+            if self.router.policy().uses_key() {
+                memo.routes.insert(*key, (links[start..].to_vec(), latency));
             }
         }
-        // Single paths only: a spread (spray) crosses hundreds of links, and memoizing one per
-        // key would cost more memory than the walk costs time.
-        if let (Some(memo), Route::Path { .. }) = (&mut self.memo, &route) {
-            memo.routes
-                .insert(*key, (route.incidence(), route.latency()));
+        if weight != 1.0 {
+            for (_, w) in &mut links[start..] {
+                *w *= weight;
+            }
         }
-        Ok(route.latency())
+        Ok(latency)
     }
 
     pub fn engine(&mut self) -> &mut E {
@@ -160,14 +160,19 @@ impl<'t, E: Engine> Network<'t, E> {
         bytes: u64,
         cap: Option<Bandwidth>,
     ) -> Result<FlowId, NetworkError> {
-        let mut links = Vec::with_capacity(8);
-        let latency = self.append_route(&key, 1.0, &mut links)?;
-        let id = self.engine.submit(FlowSpec {
-            links,
-            bytes,
-            cap,
-            latency,
+        let mut links = std::mem::take(&mut self.scratch);
+        links.clear();
+        let routed = self.append_route(&key, 1.0, &mut links);
+        let submitted = routed.map(|latency| {
+            self.engine.submit(FlowSpec {
+                links: &links,
+                bytes,
+                cap,
+                latency,
+            })
         });
+        self.scratch = links;
+        let id = submitted?;
         self.recipes.push(Recipe::Key(key));
         self.done.push(false);
         Ok(id)
@@ -183,7 +188,7 @@ impl<'t, E: Engine> Network<'t, E> {
     ) -> Result<(FlowId, Nanos), NetworkError> {
         let (links, latency) = self.resolve_bundle(&strands)?;
         let id = self.engine.submit(FlowSpec {
-            links,
+            links: &links,
             bytes,
             cap,
             latency: Nanos(0),

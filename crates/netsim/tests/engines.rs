@@ -263,7 +263,7 @@ fn only_flows_a_change_can_affect_are_resolved() {
             )
             .unwrap();
         engine.submit(fabricsim_netsim::FlowSpec {
-            links: route.incidence(),
+            links: &route.incidence(),
             bytes,
             cap: None,
             latency: route.latency(),

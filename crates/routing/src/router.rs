@@ -76,9 +76,16 @@ pub enum Route {
 impl Route {
     /// Each link with the fraction of the flow's rate it carries.
     pub fn incidence(&self) -> Vec<(LinkId, f64)> {
+        let mut links = Vec::new();
+        self.append_to(&mut links);
+        links
+    }
+
+    /// Appends [`Self::incidence`] to `out`.
+    pub fn append_to(&self, out: &mut Vec<(LinkId, f64)>) {
         match self {
-            Route::Path { links, .. } => links.iter().map(|&l| (l, 1.0)).collect(),
-            Route::Spread { links, .. } => links.clone(),
+            Route::Path { links, .. } => out.extend(links.iter().map(|&l| (l, 1.0))),
+            Route::Spread { links, .. } => out.extend_from_slice(links),
         }
     }
 
@@ -115,6 +122,21 @@ pub trait RoutingPolicy {
         state: &LinkState,
         key: &FlowKey,
     ) -> Result<Route, RouteError>;
+
+    /// [`Self::route`] into a reused buffer: appends the route's links to `out`, each with
+    /// the fraction of the flow it carries, and returns its latency. Policies that can route
+    /// without allocating override it (the flow engine's submission path calls it per flow).
+    fn route_into(
+        &self,
+        paths: &mut PathFinder<'_>,
+        state: &LinkState,
+        key: &FlowKey,
+        out: &mut Vec<(LinkId, f64)>,
+    ) -> Result<Nanos, RouteError> {
+        let route = self.route(paths, state, key)?;
+        route.append_to(out);
+        Ok(route.latency())
+    }
 }
 
 /// ECMP, E-ECMP, pinning and spraying, with their hash seeds.
@@ -149,12 +171,56 @@ impl RoutingPolicy for HashedPolicy {
         state: &LinkState,
         key: &FlowKey,
     ) -> Result<Route, RouteError> {
+        if self.policy == Policy::Spray {
+            return paths.spread(state, key.src, key.dst);
+        }
+        let mut choose = self.chooser(paths, key);
+        paths.walk_planned(
+            state,
+            key.src,
+            key.dst,
+            self.policy == Policy::Pin,
+            &mut choose,
+        )
+    }
+
+    fn route_into(
+        &self,
+        paths: &mut PathFinder<'_>,
+        state: &LinkState,
+        key: &FlowKey,
+        out: &mut Vec<(LinkId, f64)>,
+    ) -> Result<Nanos, RouteError> {
+        if self.policy == Policy::Spray {
+            let route = paths.spread(state, key.src, key.dst)?;
+            route.append_to(out);
+            return Ok(route.latency());
+        }
+        let mut choose = self.chooser(paths, key);
+        paths.walk_planned_into(
+            state,
+            key.src,
+            key.dst,
+            self.policy == Policy::Pin,
+            &mut choose,
+            out,
+        )
+    }
+}
+
+impl HashedPolicy {
+    /// How each node of `key`'s walk picks among its next hops (see [`crate::paths::PlannedChooser`]).
+    fn chooser<'a>(
+        &'a self,
+        paths: &PathFinder<'_>,
+        key: &'a FlowKey,
+    ) -> impl FnMut(NodeId, &[LinkId], &[LinkId]) -> u64 + 'a {
         // Destination-mod-k: where the pinned policies start (read only by them).
         let ordinal = match self.policy {
             Policy::Pin | Policy::Spray => u64::from(paths.gpu_ordinal(key.dst)),
             Policy::Ecmp | Policy::EEcmp => 0,
         };
-        let mut choose = |node: NodeId, hops: &[LinkId], planned: &[LinkId]| match self.policy {
+        move |node: NodeId, hops: &[LinkId], planned: &[LinkId]| match self.policy {
             Policy::Ecmp => key.hash5(self.node_seed(node)),
             Policy::EEcmp => key.hash_with_qp(self.node_seed(node)),
             // Pinned over the planned next hops; when the pinned link is down, the switch
@@ -169,16 +235,6 @@ impl RoutingPolicy for HashedPolicy {
                     None => key.hash5(self.node_seed(node)),
                 }
             }
-        };
-        match self.policy {
-            Policy::Spray => paths.spread(state, key.src, key.dst),
-            _ => paths.walk_planned(
-                state,
-                key.src,
-                key.dst,
-                self.policy == Policy::Pin,
-                &mut choose,
-            ),
         }
     }
 }
@@ -218,13 +274,38 @@ impl<'t> Router<'t> {
 
     /// Routes `key`: over NVLink inside a host, else under the policy.
     pub fn route(&mut self, state: &LinkState, key: &FlowKey) -> Result<Route, RouteError> {
-        self.paths.check_gpu(key.src)?;
-        self.paths.check_gpu(key.dst)?;
-        if let Some(links) = self.paths.nvlink_path(state, key.src, key.dst) {
-            let latency = self.paths.latency_of(&links);
-            return Ok(Route::Path { links, latency });
+        if let Some(route) = self.nvlink_route(state, key)? {
+            return Ok(route);
         }
         self.policy.route(&mut self.paths, state, key)
+    }
+
+    /// [`Self::route`] appended to `out` (see [`RoutingPolicy::route_into`]); returns the
+    /// route's latency.
+    pub fn route_into(
+        &mut self,
+        state: &LinkState,
+        key: &FlowKey,
+        out: &mut Vec<(LinkId, f64)>,
+    ) -> Result<Nanos, RouteError> {
+        if let Some(route) = self.nvlink_route(state, key)? {
+            route.append_to(out);
+            return Ok(route.latency());
+        }
+        self.policy.route_into(&mut self.paths, state, key, out)
+    }
+
+    /// An error unless both ends of `key` are GPUs; the NVLink path if they share a host.
+    fn nvlink_route(&self, state: &LinkState, key: &FlowKey) -> Result<Option<Route>, RouteError> {
+        self.paths.check_gpu(key.src)?;
+        self.paths.check_gpu(key.dst)?;
+        Ok(self
+            .paths
+            .nvlink_path(state, key.src, key.dst)
+            .map(|links| Route::Path {
+                latency: self.paths.latency_of(&links),
+                links,
+            }))
     }
 
     /// See [`PathFinder::equal_cost_paths`].

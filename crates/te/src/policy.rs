@@ -11,7 +11,7 @@ use fabricsim_routing::{
     FlowKey, HashConfig, HashedPolicy, LinkState, PathFinder, Policy, Route, RouteError,
     RoutingPolicy,
 };
-use fabricsim_topology::{LinkId, NodeId};
+use fabricsim_topology::{LinkId, Nanos, NodeId};
 
 use crate::instance::Instance;
 use crate::solve::{Solution, Solver};
@@ -101,15 +101,39 @@ impl RoutingPolicy for TePolicy {
         state: &LinkState,
         key: &FlowKey,
     ) -> Result<Route, RouteError> {
-        match self.table.path(key.src, key.dst) {
-            Some(links) if !links.is_empty() && links.iter().all(|&l| state.is_up(l)) => {
-                Ok(Route::Path {
-                    links: links.to_vec(),
-                    latency: paths.latency_of(links),
-                })
-            }
-            _ => self.underlay.route(paths, state, key),
+        match self.table_path(state, key) {
+            Some(links) => Ok(Route::Path {
+                links: links.to_vec(),
+                latency: paths.latency_of(links),
+            }),
+            None => self.underlay.route(paths, state, key),
         }
+    }
+
+    fn route_into(
+        &self,
+        paths: &mut PathFinder<'_>,
+        state: &LinkState,
+        key: &FlowKey,
+        out: &mut Vec<(LinkId, f64)>,
+    ) -> Result<Nanos, RouteError> {
+        match self.table_path(state, key) {
+            Some(links) => {
+                out.extend(links.iter().map(|&l| (l, 1.0)));
+                Ok(paths.latency_of(links))
+            }
+            None => self.underlay.route_into(paths, state, key, out),
+        }
+    }
+}
+
+impl TePolicy {
+    /// `key`'s path in the table, if it has one and all its links are up (else the underlay
+    /// routes it).
+    fn table_path(&self, state: &LinkState, key: &FlowKey) -> Option<&[LinkId]> {
+        self.table
+            .path(key.src, key.dst)
+            .filter(|links| !links.is_empty() && links.iter().all(|&l| state.is_up(l)))
     }
 }
 

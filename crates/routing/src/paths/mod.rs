@@ -29,7 +29,7 @@ use crate::link_state::LinkState;
 use crate::router::{Route, RouteError};
 use cache::{Distances, HopPool, FAR};
 use graph::{Graph, NOT_A_SWITCH};
-use toward::{Hops, Toward};
+use toward::{Found, Hops, Toward};
 
 /// Picks a next hop by index from (node, next hops that are up, planned next hops).
 pub type PlannedChooser<'a> = dyn FnMut(NodeId, &[LinkId], &[LinkId]) -> u64 + 'a;
@@ -266,6 +266,38 @@ impl<'t> PathFinder<'t> {
         planned: bool,
         choose: &mut PlannedChooser<'_>,
     ) -> Result<Route, RouteError> {
+        let latency = self.walk_to_scratch(state, src, dst, planned, choose)?;
+        Ok(Route::Path {
+            links: self.walk_scratch.links.clone(),
+            latency,
+        })
+    }
+
+    /// [`Self::walk_planned`], appending the path's links to `out` (each carrying all of the
+    /// flow: weight 1) and returning its latency: the routing hot path allocates nothing.
+    pub fn walk_planned_into(
+        &mut self,
+        state: &LinkState,
+        src: NodeId,
+        dst: NodeId,
+        planned: bool,
+        choose: &mut PlannedChooser<'_>,
+        out: &mut Vec<(LinkId, f64)>,
+    ) -> Result<Nanos, RouteError> {
+        let latency = self.walk_to_scratch(state, src, dst, planned, choose)?;
+        out.extend(self.walk_scratch.links.iter().map(|&l| (l, 1.0)));
+        Ok(latency)
+    }
+
+    /// The walk itself: the path is left in `walk_scratch.links`.
+    fn walk_to_scratch(
+        &mut self,
+        state: &LinkState,
+        src: NodeId,
+        dst: NodeId,
+        planned: bool,
+        choose: &mut PlannedChooser<'_>,
+    ) -> Result<Nanos, RouteError> {
         let dist = self.distances(state, dst);
         let mut scratch = std::mem::take(&mut self.walk_scratch);
         let WalkScratch {
@@ -292,20 +324,28 @@ impl<'t> PathFinder<'t> {
         }
         .unwrap_or(0);
         loop {
-            if u != src {
-                t.next_hops_into(u, ui, cost, hops);
-            }
-            let i = match hops.len() {
+            let found = if u != src {
+                t.next_hops_into(u, ui, cost, hops)
+            } else {
+                Found::InBuffer
+            };
+            let pool = self.pool.borrow();
+            let (next, ends) = match found {
+                Found::InBuffer => (&hops.links[..], &hops.ends[..]),
+                Found::Pooled(at) => pool.list(at),
+            };
+            let i = match next.len() {
                 0 => break,
                 1 => 0,
                 n => {
                     if planned {
                         t.planned_hops_into(ui, planned_hops);
                     }
-                    (choose(u, &hops.links, planned_hops) % n as u64) as usize
+                    (choose(u, next, planned_hops) % n as u64) as usize
                 }
             };
-            let (l, end) = (hops.links[i], hops.ends[i]);
+            let (l, end) = (next[i], ends[i]);
+            drop(pool);
             links.push(l);
             (u, ui) = (end.node, end.sw);
             cost -= 1;
@@ -315,15 +355,11 @@ impl<'t> PathFinder<'t> {
                 self.topo.link(l).latency.0
             };
         }
-        let route = Route::Path {
-            links: links.to_vec(),
-            latency: Nanos(latency),
-        };
         self.walk_scratch = scratch;
         if u != dst {
             return Err(self.no_path(src, dst));
         }
-        Ok(route)
+        Ok(Nanos(latency))
     }
 
     /// The equal-cost shortest-path DAG from `src` to `dst` over the links that are up: its

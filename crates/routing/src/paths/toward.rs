@@ -33,10 +33,14 @@ impl Hops {
         self.links.insert(at, link);
         self.ends.insert(at, end);
     }
+}
 
-    pub fn len(&self) -> usize {
-        self.links.len()
-    }
+/// Where [`Toward::next_hops_into`] left a node's next hops: in the caller's buffer, or in a
+/// list of the hop pool (a wide switch's, read in place rather than copied per walk).
+#[derive(Clone, Copy)]
+pub(super) enum Found {
+    InBuffer,
+    Pooled(u32),
 }
 
 pub(super) struct Toward<'a> {
@@ -114,27 +118,31 @@ impl Toward<'_> {
     /// a switch hands traffic only to switches or to the destination's NICs.
     pub fn next_hops(&self, u: NodeId) -> Vec<LinkId> {
         let mut hops = Hops::default();
-        if let Some(c) = self.cost(u) {
-            self.next_hops_into(u, self.graph.switch_index[u.index()], c, &mut hops);
+        let Some(c) = self.cost(u) else {
+            return Vec::new();
+        };
+        match self.next_hops_into(u, self.graph.switch_index[u.index()], c, &mut hops) {
+            Found::InBuffer => hops.links,
+            Found::Pooled(at) => self.pool.borrow().list(at).0.to_vec(),
         }
-        hops.links
     }
 
     /// [`Self::next_hops`] of `u` (switch index `ui`, cost `c`: a walk knows it, one less
-    /// than the node before) into a reused buffer (the routing hot path allocates nothing).
-    pub fn next_hops_into(&self, u: NodeId, ui: u32, c: u32, hops: &mut Hops) {
+    /// than the node before), into a reused buffer or found in the hop pool (the routing hot
+    /// path allocates and copies nothing).
+    pub fn next_hops_into(&self, u: NodeId, ui: u32, c: u32, hops: &mut Hops) -> Found {
         hops.clear();
         if ui != NOT_A_SWITCH {
             return self.switch_next_hops(ui, u, hops);
         }
-        if c == 0 {
-            return;
-        }
-        for (l, e) in self.up_targets(u) {
-            if self.forwards_to(e) && self.cost_of(e) == Some(c - 1) {
-                hops.push(l, e);
+        if c > 0 {
+            for (l, e) in self.up_targets(u) {
+                if self.forwards_to(e) && self.cost_of(e) == Some(c - 1) {
+                    hops.push(l, e);
+                }
             }
         }
+        Found::InBuffer
     }
 
     /// From a host's node: on to a switch, a NIC, or the destination itself.
@@ -163,7 +171,8 @@ impl Toward<'_> {
                 nic_best = Some(nic_best.map_or(ce, |b| b.min(ce)));
             }
             if n == found.len() {
-                // More candidate links than kept here: the general path.
+                // More candidate links than kept here: the general path (a host's node's
+                // next hops are always found in the buffer).
                 let c = self.cost(self.src)?;
                 self.next_hops_into(self.src, NOT_A_SWITCH, c, hops);
                 return Some(c);
@@ -215,14 +224,15 @@ impl Toward<'_> {
 
     /// `next_hops` for a switch, over the compact switch adjacency; a wide switch's from the
     /// cache.
-    fn switch_next_hops(&self, ui: u32, u: NodeId, hops: &mut Hops) {
+    fn switch_next_hops(&self, ui: u32, u: NodeId, hops: &mut Hops) -> Found {
         let wi = self.graph.wide[ui as usize];
         if wi == u32::MAX {
-            return match self.dist.dist[ui as usize] {
+            match self.dist.dist[ui as usize] {
                 FAR => {}
                 0 => self.hops_to_dst_nics(u, hops),
                 d => self.closer_switches(ui, d, true, |l, e| hops.push(l, e)),
-            };
+            }
+            return Found::InBuffer;
         }
         let mut at = self.dist.hops.borrow_mut();
         if at.is_empty() {
@@ -242,12 +252,11 @@ impl Toward<'_> {
             };
         }
         match at[wi as usize] {
-            AT_DST => self.hops_to_dst_nics(u, hops),
-            start => {
-                let (links, ends) = pool.list(start);
-                hops.links.extend_from_slice(links);
-                hops.ends.extend_from_slice(ends);
+            AT_DST => {
+                self.hops_to_dst_nics(u, hops);
+                Found::InBuffer
             }
+            start => Found::Pooled(start),
         }
     }
 
