@@ -31,12 +31,14 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use fabricsim_topology::{Bandwidth, LinkId, Nanos, Topology};
-use smallvec::SmallVec;
 
 use crate::engine::{Completion, Engine, FlowId, FlowSpec, LinkStats};
 use crate::maxmin::Solver;
 
 mod component;
+mod link;
+
+use link::{Link, Spill};
 
 struct Flow {
     links: Span,
@@ -44,8 +46,11 @@ struct Flow {
     latency: Nanos,
     /// Bytes still to send as of `updated`.
     remaining: f64,
-    /// Bytes sent but not yet credited to the links (see `credit`).
-    uncredited: f64,
+    /// Its size, and the bytes it sent before it moved onto `links` (credited to the links it
+    /// left when it was rerouted): what its links carried is summed from these when asked
+    /// for, not counted as it goes (see `link_stats`).
+    size: f64,
+    sent_before: f64,
     updated: Nanos,
     /// Bumped whenever the rate changes, so stale drain events are skipped.
     version: u32,
@@ -102,39 +107,6 @@ impl Incidence {
     }
 }
 
-/// The engine's state of one directed link, in one cache line. A solve reads and writes most
-/// of these for every link it visits, at scattered link ids: together they cost one cache miss
-/// per link where one array per field cost one per field (an array of structs on purpose).
-#[derive(Clone, Copy, Default)]
-#[repr(align(64))]
-struct Link {
-    capacity: f64,
-    /// Load of the active flows (bytes/s).
-    load: f64,
-    /// Total weight of the active flows crossing it.
-    weight: f64,
-    /// Accounting: bytes carried, time with any load up to `since` (ns), and the highest
-    /// utilization.
-    bytes: f64,
-    busy: u64,
-    since: u64,
-    peak: f64,
-    /// Component search: the epoch that last visited the link.
-    mark: u32,
-    /// During a solve: the link's local number (see `solve_component`).
-    slot: u32,
-}
-
-impl Link {
-    /// Accounting up to `now`: the time since the last call counts as busy if it carried load.
-    fn account(&mut self, now: u64) {
-        if now > self.since && self.load > 0.0 {
-            self.busy += now - self.since;
-        }
-        self.since = now;
-    }
-}
-
 /// Scratch for one component's solve, in the component's local link numbers: the flows'
 /// links (CSR), their caps, and per link the load that stays and the capacity left.
 #[derive(Default)]
@@ -168,10 +140,10 @@ pub struct FlowEngine {
     /// Kept apart from `flows`, together, because the search reads both for every flow on
     /// every link it visits.
     hot: Vec<FlowHot>,
-    /// Per link, the active flows crossing it. Most links carry a handful, kept inline, so the
-    /// component search reads a link's flows without a second cache miss; six inline make an
-    /// entry 32 bytes, which never straddles two cache lines (eight made 40, and half did).
-    link_flows: Vec<SmallVec<[u32; 6]>>,
+    /// The link flow lists too long for their link's cache line.
+    spill: Spill,
+    /// Per link, the bytes carried by flows that were rerouted off it.
+    rerouted_bytes: Vec<f64>,
     dirty_flows: Vec<u32>,
     dirty_links: Vec<u32>,
     /// The smallest rate among flows that drained since the last solve. See `solve_dirty`.
@@ -212,15 +184,13 @@ impl FlowEngine {
             link: topo
                 .links()
                 .iter()
-                .map(|l| Link {
-                    capacity: l.capacity.0 as f64,
-                    ..Link::default()
-                })
+                .map(|l| Link::new(l.capacity.0 as f64))
                 .collect(),
             flows: Vec::new(),
             incidence: Incidence::default(),
             hot: Vec::new(),
-            link_flows: vec![SmallVec::new(); n],
+            spill: Spill::default(),
+            rerouted_bytes: vec![0.0; n],
             dirty_flows: Vec::new(),
             dirty_links: Vec::new(),
             drain_floor: f64::INFINITY,
@@ -262,8 +232,7 @@ impl FlowEngine {
         self.flows[flow.0 as usize].active
     }
 
-    /// Brings `f`'s remaining bytes up to now. What it sent is credited to its links later, by
-    /// `credit`, once per path rather than once per rate change.
+    /// Brings `f`'s remaining bytes up to now.
     fn settle(&mut self, f: u32) {
         let now = self.now;
         let rate = self.hot[f as usize].rate;
@@ -274,58 +243,38 @@ impl FlowEngine {
             flow.remaining
         };
         flow.remaining -= sent;
-        flow.uncredited += sent;
         flow.updated = now;
     }
 
-    /// Credits the bytes `f` sent since the last credit to the links it crosses (so link bytes
-    /// are exactly the bytes flows sent, whatever the rounding of drain times to ns). Runs
-    /// before the flow leaves its links: when it drains, is rerouted, or stats are read.
-    fn credit(&mut self, f: u32) {
-        let flow = &mut self.flows[f as usize];
-        let sent = std::mem::take(&mut flow.uncredited);
-        if sent > 0.0 {
-            for (l, w) in self.incidence.get(flow.links) {
-                self.link[l as usize].bytes += sent * w;
-            }
-        }
-    }
-
-    fn account(&mut self, l: usize) {
-        self.link[l].account(self.now.0);
-    }
-
-    /// Takes `f` off its links: its bytes are credited, its load goes, and the links it
-    /// saturated are marked for a re-solve (see the module docs).
+    /// Takes `f` off its links: its load goes, and the links it saturated are marked for a
+    /// re-solve (see the module docs).
     fn detach(&mut self, f: u32) {
-        self.credit(f);
         let rate = self.hot[f as usize].rate;
         let now = self.now.0;
         for (l, w) in self.incidence.get(self.flows[f as usize].links) {
-            let l = l as usize;
-            self.link[l].account(now);
-            let saturated = self.link[l].load >= self.link[l].capacity * (1.0 - 1e-9);
+            let link = &mut self.link[l as usize];
+            let saturated = link.saturated(1e-9);
             if rate.is_finite() {
-                self.link[l].load = (self.link[l].load - w * rate).max(0.0);
+                link.set_load(now, (link.load() - w * rate).max(0.0));
             }
-            if let Some(pos) = self.link_flows[l].iter().position(|&x| x == f) {
-                self.link_flows[l].swap_remove(pos);
-                self.link[l].weight = if self.link_flows[l].is_empty() {
+            if link.flows.remove(f, &mut self.spill) {
+                link.weight = if link.flows.is_empty() {
                     0.0
                 } else {
-                    self.link[l].weight - w
+                    link.weight - w
                 };
             }
             if saturated {
-                self.dirty_links.push(l as u32);
+                self.dirty_links.push(l);
             }
         }
     }
 
     fn attach(&mut self, f: u32) {
         for (l, w) in self.incidence.get(self.flows[f as usize].links) {
-            self.link_flows[l as usize].push(f);
-            self.link[l as usize].weight += w;
+            let link = &mut self.link[l as usize];
+            link.flows.push(f, &mut self.spill);
+            link.weight += w;
         }
         self.dirty_flows.push(f);
     }
@@ -357,7 +306,8 @@ impl FlowEngine {
             return false;
         }
         let fits = links().all(|(l, w)| {
-            self.link[l as usize].load + w * solo <= self.link[l as usize].capacity * (1.0 + 1e-12)
+            let link = &self.link[l as usize];
+            link.load() + w * solo <= link.capacity * (1.0 + 1e-12)
         });
         if !fits {
             return false;
@@ -365,9 +315,8 @@ impl FlowEngine {
         let now = self.now.0;
         for (l, w) in self.incidence.get(self.flows[f as usize].links) {
             let link = &mut self.link[l as usize];
-            link.account(now);
-            link.load += w * solo;
-            link.peak = link.peak.max(link.load / link.capacity);
+            link.set_load(now, link.load() + w * solo);
+            link.peak = link.peak.max(link.load() / link.capacity);
         }
         self.hot[f as usize].rate = solo;
         let flow = &mut self.flows[f as usize];
@@ -418,7 +367,8 @@ impl Engine for FlowEngine {
             cap: spec.cap.map_or(f64::INFINITY, |c| c.0 as f64),
             latency: spec.latency,
             remaining: spec.bytes as f64,
-            uncredited: 0.0,
+            size: spec.bytes as f64,
+            sent_before: 0.0,
             updated: self.now,
             version: 0,
             active: !instant,
@@ -445,6 +395,13 @@ impl Engine for FlowEngine {
             return;
         }
         self.settle(f);
+        // What it sent on the links it leaves stays theirs.
+        let flow = &mut self.flows[f as usize];
+        let sent = flow.size - flow.remaining - flow.sent_before;
+        flow.sent_before += sent;
+        for (l, w) in self.incidence.get(flow.links) {
+            self.rerouted_bytes[l as usize] += sent * w;
+        }
         self.detach(f);
         self.structural = true;
         let flow = &mut self.flows[f as usize];
@@ -518,19 +475,27 @@ impl Engine for FlowEngine {
         self.now = self.now.max(to);
     }
 
+    /// Sums each link's bytes from the flows that crossed it (every flow's bytes sent on its
+    /// current links, plus what rerouted flows left behind): exactly the bytes flows sent,
+    /// whatever the rounding of drain times to ns, and nothing to count per event.
     fn link_stats(&mut self) -> &LinkStats {
         self.solve_dirty();
+        self.stats.bytes.copy_from_slice(&self.rerouted_bytes);
         for f in 0..self.flows.len() as u32 {
             if self.flows[f as usize].active {
                 self.settle(f);
-                self.credit(f);
+            }
+            let flow = &self.flows[f as usize];
+            let sent = flow.size - flow.remaining - flow.sent_before;
+            if sent > 0.0 {
+                for (l, w) in self.incidence.get(flow.links) {
+                    self.stats.bytes[l as usize] += sent * w;
+                }
             }
         }
-        for l in 0..self.link.len() {
-            self.account(l);
-            self.stats.bytes[l] = self.link[l].bytes;
-            self.stats.busy[l] = Nanos(self.link[l].busy);
-            self.stats.peak_utilization[l] = self.link[l].peak;
+        for (l, link) in self.link.iter().enumerate() {
+            self.stats.busy[l] = Nanos(link.busy_until(self.now.0));
+            self.stats.peak_utilization[l] = link.peak;
         }
         self.stats.elapsed = self.now;
         &self.stats

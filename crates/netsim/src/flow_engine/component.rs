@@ -46,9 +46,11 @@ impl FlowEngine {
             .get(self.flows[f as usize].links)
             .any(|(l, _)| {
                 let link = &self.link[l as usize];
-                link.load >= link.capacity * (1.0 - TOLERANCE)
+                link.saturated(TOLERANCE)
                     && self.touched.binary_search(&l).is_err()
-                    && self.link_flows[l as usize]
+                    && link
+                        .flows
+                        .as_slice(&self.spill)
                         .iter()
                         .all(|&g| self.hot[g as usize].rate <= ceiling)
             })
@@ -108,16 +110,13 @@ impl FlowEngine {
             while fi < self.comp_flows.len() || li < self.comp_links.len() {
                 while li < self.comp_links.len() {
                     let l = self.comp_links[li] as usize;
-                    let follow = li < seeds || self.structural || {
-                        let link = &self.link[l];
-                        link.load >= link.capacity * (1.0 - TOLERANCE)
-                    };
+                    let follow = li < seeds || self.structural || self.link[l].saturated(TOLERANCE);
                     li += 1;
                     if !follow {
                         continue;
                     }
-                    for i in 0..self.link_flows[l].len() {
-                        let f = self.link_flows[l][i];
+                    for i in 0..self.link[l].flows.len() {
+                        let f = self.link[l].flows.as_slice(&self.spill)[i];
                         let hot = self.hot[f as usize];
                         if hot.mark == epoch || hot.rate < floor {
                             continue;
@@ -189,7 +188,7 @@ impl FlowEngine {
         if link.mark == self.epoch {
             self.dense.fixed[link.slot as usize]
         } else {
-            link.load
+            link.load()
         }
     }
 
@@ -206,7 +205,7 @@ impl FlowEngine {
                 continue;
             }
             let before = out.len();
-            for &g in &self.link_flows[l as usize] {
+            for &g in self.link[l as usize].flows.as_slice(&self.spill) {
                 if self.rate_now(g) > rate * (1.0 + TOLERANCE) {
                     out.push(g);
                 }
@@ -237,10 +236,10 @@ impl FlowEngine {
         // bottleneck.
         for (k, &l) in self.comp_links.iter().enumerate() {
             let link = &self.link[l as usize];
-            if k >= seeds && link.load < link.capacity * (1.0 - TOLERANCE) {
+            if k >= seeds && !link.saturated(TOLERANCE) {
                 continue;
             }
-            for &g in &self.link_flows[l as usize] {
+            for &g in link.flows.as_slice(&self.spill) {
                 let hot = self.hot[g as usize];
                 let outside = hot.mark != epoch || hot.slot == CERTIFIED;
                 if outside && !self.bottlenecked(g, hot.rate, &mut faster) {
@@ -271,7 +270,7 @@ impl FlowEngine {
         for (k, &l) in self.comp_links.iter().enumerate() {
             let link = &mut self.link[l as usize];
             link.slot = k as u32;
-            d.fixed.push(link.load);
+            d.fixed.push(link.load());
         }
         // The flows' links in local numbers, and the load the flows left out keep.
         d.start.clear();
@@ -334,10 +333,9 @@ impl FlowEngine {
         let now = self.now.0;
         for (k, &l) in self.comp_links.iter().enumerate() {
             let link = &mut self.link[l as usize];
-            link.account(now);
-            link.load = self.dense.fixed[k];
+            link.set_load(now, self.dense.fixed[k]);
             let util = if link.capacity > 0.0 {
-                link.load / link.capacity
+                link.load() / link.capacity
             } else {
                 0.0
             };

@@ -1,0 +1,186 @@
+//! A directed link's state in the flow engine, in one cache line, and the list of the flows
+//! crossing it.
+
+/// The engine's state of one directed link, in one cache line. A flow's arrival, its
+/// departure and every solve read and write most of it for each link the flow crosses, at
+/// scattered link ids: one cache miss per link, where a cell of counters and a separate list
+/// of flows cost two (an array of structs on purpose). What only reports read stays out of
+/// the event path: the bytes a link carried are summed from the flows when asked for (see
+/// `FlowEngine::link_stats`), and busy time is one number that changes only when the link
+/// turns busy or idle.
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(64))]
+pub(super) struct Link {
+    pub capacity: f64,
+    /// Load of the active flows (bytes/s); changed only by `set_load`, which keeps `busy`.
+    load: f64,
+    /// Total weight of the active flows crossing it.
+    pub weight: f64,
+    /// The highest utilization (load / capacity) so far.
+    pub peak: f64,
+    /// Busy time (ns, time with load): the lengths of the busy spells that ended, less the
+    /// start of the one under way if the link is busy (see `busy_until`). Wrapping.
+    busy: u64,
+    /// Component search: the epoch that last visited the link.
+    pub mark: u32,
+    /// During a solve: the link's local number (see `solve_component`).
+    pub slot: u32,
+    pub flows: FlowList,
+}
+
+const _: () = assert!(std::mem::size_of::<Link>() == 64);
+
+impl Link {
+    pub fn new(capacity: f64) -> Link {
+        Link {
+            capacity,
+            ..Link::default()
+        }
+    }
+
+    pub fn load(&self) -> f64 {
+        self.load
+    }
+
+    /// Sets the load at time `now` (ns), opening or closing a busy spell if it turns the link
+    /// busy or idle.
+    pub fn set_load(&mut self, now: u64, load: f64) {
+        match (self.load > 0.0, load > 0.0) {
+            (false, true) => self.busy = self.busy.wrapping_sub(now),
+            (true, false) => self.busy = self.busy.wrapping_add(now),
+            _ => {}
+        }
+        self.load = load;
+    }
+
+    /// Time with load up to `now`.
+    pub fn busy_until(&self, now: u64) -> u64 {
+        if self.load > 0.0 {
+            self.busy.wrapping_add(now)
+        } else {
+            self.busy
+        }
+    }
+
+    /// Whether the load is at capacity, up to a relative `slack`.
+    pub fn saturated(&self, slack: f64) -> bool {
+        self.load >= self.capacity * (1.0 - slack)
+    }
+}
+
+/// The active flows crossing a link, in the order they came (a departure's place is taken
+/// by the last): up to three inline, in the link's cache line, and beyond that in a vector
+/// of the [`Spill`], whose index takes the first inline slot. Most links of a fabric carry
+/// one or two flows at a time.
+#[derive(Clone, Copy, Default)]
+pub(super) struct FlowList {
+    len: u32,
+    items: [u32; INLINE],
+}
+
+const INLINE: usize = 3;
+
+/// The flow lists that outgrew their link's cache line, with the vectors freed for reuse.
+#[derive(Default)]
+pub(super) struct Spill {
+    lists: Vec<Vec<u32>>,
+    free: Vec<u32>,
+}
+
+impl FlowList {
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn spilled(&self) -> bool {
+        self.len() > INLINE
+    }
+
+    pub fn as_slice<'a>(&'a self, spill: &'a Spill) -> &'a [u32] {
+        if self.spilled() {
+            &spill.lists[self.items[0] as usize]
+        } else {
+            &self.items[..self.len()]
+        }
+    }
+
+    pub fn push(&mut self, f: u32, spill: &mut Spill) {
+        if self.len() < INLINE {
+            self.items[self.len()] = f;
+        } else if self.len() == INLINE {
+            let at = spill.free.pop().unwrap_or_else(|| {
+                spill.lists.push(Vec::new());
+                spill.lists.len() as u32 - 1
+            });
+            let list = &mut spill.lists[at as usize];
+            list.extend_from_slice(&self.items);
+            list.push(f);
+            self.items[0] = at;
+        } else {
+            spill.lists[self.items[0] as usize].push(f);
+        }
+        self.len += 1;
+    }
+
+    /// Takes `f` off the list (the last flow takes its place); whether it was on it.
+    pub fn remove(&mut self, f: u32, spill: &mut Spill) -> bool {
+        if !self.spilled() {
+            let items = &mut self.items[..self.len as usize];
+            let Some(pos) = items.iter().position(|&x| x == f) else {
+                return false;
+            };
+            items[pos] = items[items.len() - 1];
+            self.len -= 1;
+            return true;
+        }
+        let at = self.items[0];
+        let list = &mut spill.lists[at as usize];
+        let Some(pos) = list.iter().position(|&x| x == f) else {
+            return false;
+        };
+        list.swap_remove(pos);
+        self.len -= 1;
+        if !self.spilled() {
+            self.items.copy_from_slice(list);
+            list.clear();
+            spill.free.push(at);
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Against a vector with the same pushes and swap-removes, across the inline/spilled
+    /// boundary both ways, with two lists sharing the spill.
+    #[test]
+    fn a_flow_list_keeps_a_vectors_order() {
+        let mut spill = Spill::default();
+        let (mut lists, mut models) = ([FlowList::default(); 2], [Vec::new(), Vec::new()]);
+        let mut seed = 3u64;
+        for step in 0..5_000u32 {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+            let i = (seed >> 40) as usize % 2;
+            let (list, model) = (&mut lists[i], &mut models[i]);
+            if model.is_empty() || (model.len() < 7 && (seed >> 20) % 2 == 0) {
+                list.push(step, &mut spill);
+                model.push(step);
+            } else {
+                let f = model[(seed >> 8) as usize % model.len()];
+                assert!(list.remove(f, &mut spill));
+                let pos = model.iter().position(|&x| x == f).unwrap();
+                model.swap_remove(pos);
+            }
+            assert!(!list.remove(u32::MAX, &mut spill));
+            assert_eq!(list.as_slice(&spill), &model[..]);
+            assert_eq!(list.len(), model.len());
+        }
+        assert!(spill.lists.len() <= 2, "spilled vectors are reused");
+    }
+}
