@@ -298,6 +298,13 @@ impl<'t> PathFinder<'t> {
         planned: bool,
         choose: &mut PlannedChooser<'_>,
     ) -> Result<Nanos, RouteError> {
+        // The walk is one chain of dependent reads; its first reads are independent of one
+        // another, so they are issued together and their cache misses overlap.
+        std::hint::black_box(
+            self.dist_by_dst[dst.index()]
+                ^ self.graph.out_offsets[src.index()]
+                ^ self.graph.out_offsets[dst.index()],
+        );
         let dist = self.distances(state, dst);
         let mut scratch = std::mem::take(&mut self.walk_scratch);
         let WalkScratch {
