@@ -159,10 +159,14 @@ pub struct FlowEngine {
     comp_links: Vec<u32>,
     /// The links the changes being solved touched (see `keeps_floor`), sorted; built on demand.
     touched: Vec<u32>,
-    /// Scratch of `widen`: flows that fail the check, and flows faster than a flow on its
-    /// saturated links.
+    /// Scratch of `widen`: flows that fail the check (with the faster flows that broke their
+    /// bottlenecks), and the flows outside the set on its saturated links.
     widened: Vec<u32>,
-    faster: Vec<u32>,
+    outside: Vec<u32>,
+    /// Per link, the fastest flow on it as the check numbered `check` found it (see
+    /// `fastest_on`; sized on first use).
+    fastest: Vec<(u32, f64)>,
+    check: u32,
     rates: Vec<f64>,
     dense: DenseScratch,
     /// Link accounting, filled from `link` when asked for.
@@ -203,7 +207,9 @@ impl FlowEngine {
             comp_links: Vec::new(),
             touched: Vec::new(),
             widened: Vec::new(),
-            faster: Vec::new(),
+            outside: Vec::new(),
+            fastest: Vec::new(),
+            check: 0,
             rates: Vec::new(),
             dense: DenseScratch::default(),
             stats: LinkStats::new(n),

@@ -22,6 +22,9 @@ use crate::maxmin::Dense;
 /// Relative slack of "saturated" and "no faster": rates and loads are sums of floats.
 const TOLERANCE: f64 = 1e-9;
 
+/// Links with at most this many flows have their fastest flow found by a scan, not remembered.
+const SCAN_FLOWS: usize = 8;
+
 impl FlowEngine {
     /// Whether `f`, at the floor level (rate at most `ceiling`), provably keeps its rate: it
     /// crosses a saturated link that no change touched and on which no flow is faster than the
@@ -193,59 +196,95 @@ impl FlowEngine {
     }
 
     /// Whether `f`, at `rate`, is at its cap or crosses a saturated link on which no flow is
-    /// faster; where it is not, the flows faster than it on its saturated links go to `out`.
-    fn bottlenecked(&self, f: u32, rate: f64, out: &mut Vec<u32>) -> bool {
-        let flow = &self.flows[f as usize];
-        if rate >= flow.cap * (1.0 - TOLERANCE) {
+    /// faster.
+    fn bottlenecked(&mut self, f: u32, rate: f64) -> bool {
+        let (span, cap) = (self.flows[f as usize].links, self.flows[f as usize].cap);
+        if rate >= cap * (1.0 - TOLERANCE) {
             return true;
         }
-        let start = out.len();
-        for (l, _) in self.incidence.get(flow.links) {
-            if self.load_now(l) < self.link[l as usize].capacity * (1.0 - TOLERANCE) {
-                continue;
-            }
-            let before = out.len();
-            for &g in self.link[l as usize].flows.as_slice(&self.spill) {
-                if self.rate_now(g) > rate * (1.0 + TOLERANCE) {
-                    out.push(g);
-                }
-            }
-            if out.len() == before {
-                out.truncate(start);
+        for i in span.ids..span.ids + span.len as usize {
+            let l = self.incidence.ids[i];
+            if self.load_now(l) >= self.link[l as usize].capacity * (1.0 - TOLERANCE)
+                && self.fastest_on(l) <= rate * (1.0 + TOLERANCE)
+            {
                 return true;
             }
         }
         false
     }
 
+    /// The flows faster than `rate` on the saturated links of `f`, to `out`: those that broke
+    /// its bottleneck, where it has none.
+    fn faster_than(&self, f: u32, rate: f64, out: &mut Vec<u32>) {
+        for (l, _) in self.incidence.get(self.flows[f as usize].links) {
+            if self.load_now(l) < self.link[l as usize].capacity * (1.0 - TOLERANCE) {
+                continue;
+            }
+            for &g in self.link[l as usize].flows.as_slice(&self.spill) {
+                if self.rate_now(g) > rate * (1.0 + TOLERANCE) {
+                    out.push(g);
+                }
+            }
+        }
+    }
+
+    /// The fastest flow on link `l` as the solution being checked has it. Remembered for the
+    /// check where the link carries many flows: a check reads the links of every flow on the
+    /// set's saturated links, and a spread flow crosses hundreds, each shared by hundreds.
+    fn fastest_on(&mut self, l: u32) -> f64 {
+        let on = self.link[l as usize].flows.as_slice(&self.spill);
+        if on.len() <= SCAN_FLOWS {
+            return on.iter().map(|&g| self.rate_now(g)).fold(0.0, f64::max);
+        }
+        if self.fastest.len() != self.link.len() {
+            self.fastest = vec![(0, 0.0); self.link.len()];
+        }
+        let (stamp, fastest) = self.fastest[l as usize];
+        if stamp == self.check {
+            return fastest;
+        }
+        let fastest = on.iter().map(|&g| self.rate_now(g)).fold(0.0, f64::max);
+        self.fastest[l as usize] = (self.check, fastest);
+        fastest
+    }
+
     /// Checks the solution of `comp_flows` (module docs); takes in the flows that fail and the
     /// faster flows that broke their bottlenecks. Returns whether any joined.
     fn widen(&mut self, seeds: usize) -> bool {
         let epoch = self.epoch;
+        self.check = self.check.wrapping_add(1);
+        if self.check == 0 {
+            self.fastest.iter_mut().for_each(|e| e.0 = 0);
+            self.check = 1;
+        }
         let mut failed = std::mem::take(&mut self.widened);
-        let mut faster = std::mem::take(&mut self.faster);
+        let mut outside = std::mem::take(&mut self.outside);
         failed.clear();
-        for (i, &f) in self.comp_flows.iter().enumerate() {
-            if !self.bottlenecked(f, self.rates[i], &mut faster) {
-                failed.append(&mut faster);
+        for i in 0..self.comp_flows.len() {
+            let (f, rate) = (self.comp_flows[i], self.rates[i]);
+            if !self.bottlenecked(f, rate) {
+                self.faster_than(f, rate, &mut failed);
             }
-            faster.clear();
         }
         // The other flows on the set's links that were saturated (a seed link was, before its
         // departures left): the only places where a flow outside the set can have lost its
-        // bottleneck.
+        // bottleneck. Each is checked once, however many of those links it crosses.
+        outside.clear();
         for (k, &l) in self.comp_links.iter().enumerate() {
             let link = &self.link[l as usize];
             if k >= seeds && !link.saturated(TOLERANCE) {
                 continue;
             }
-            for &g in link.flows.as_slice(&self.spill) {
+            outside.extend(link.flows.as_slice(&self.spill).iter().filter(|&&g| {
                 let hot = self.hot[g as usize];
-                let outside = hot.mark != epoch || hot.slot == CERTIFIED;
-                if outside && !self.bottlenecked(g, hot.rate, &mut faster) {
-                    failed.push(g);
-                }
-                faster.clear();
+                hot.mark != epoch || hot.slot == CERTIFIED
+            }));
+        }
+        outside.sort_unstable();
+        outside.dedup();
+        for &g in &outside {
+            if !self.bottlenecked(g, self.hot[g as usize].rate) {
+                failed.push(g);
             }
         }
         let before = self.comp_flows.len();
@@ -256,7 +295,7 @@ impl FlowEngine {
             }
         }
         self.widened = failed;
-        self.faster = faster;
+        self.outside = outside;
         self.comp_flows.len() > before
     }
 
