@@ -195,6 +195,11 @@ impl FlowEngine {
         }
     }
 
+    /// Whether link `l` is saturated as the solution being checked has it.
+    fn saturated_now(&self, l: u32) -> bool {
+        self.load_now(l) >= self.link[l as usize].capacity * (1.0 - TOLERANCE)
+    }
+
     /// Whether `f`, at `rate`, is at its cap or crosses a saturated link on which no flow is
     /// faster.
     fn bottlenecked(&mut self, f: u32, rate: f64) -> bool {
@@ -204,9 +209,7 @@ impl FlowEngine {
         }
         for i in span.ids..span.ids + span.len as usize {
             let l = self.incidence.ids[i];
-            if self.load_now(l) >= self.link[l as usize].capacity * (1.0 - TOLERANCE)
-                && self.fastest_on(l) <= rate * (1.0 + TOLERANCE)
-            {
+            if self.saturated_now(l) && self.fastest_on(l) <= rate * (1.0 + TOLERANCE) {
                 return true;
             }
         }
@@ -217,7 +220,7 @@ impl FlowEngine {
     /// its bottleneck, where it has none.
     fn faster_than(&self, f: u32, rate: f64, out: &mut Vec<u32>) {
         for (l, _) in self.incidence.get(self.flows[f as usize].links) {
-            if self.load_now(l) < self.link[l as usize].capacity * (1.0 - TOLERANCE) {
+            if !self.saturated_now(l) {
                 continue;
             }
             for &g in self.link[l as usize].flows.as_slice(&self.spill) {
