@@ -298,13 +298,18 @@ impl<'t> PathFinder<'t> {
         planned: bool,
         choose: &mut PlannedChooser<'_>,
     ) -> Result<Nanos, RouteError> {
-        // The walk is one chain of dependent reads; its first reads are independent of one
-        // another, so they are issued together and their cache misses overlap.
-        std::hint::black_box(
-            self.dist_by_dst[dst.index()]
-                ^ self.graph.out_offsets[src.index()]
-                ^ self.graph.out_offsets[dst.index()],
-        );
+        // The walk is one chain of dependent reads. The source's and the destination's host
+        // side (their out links, and their NICs') are read first, as two chains of their own
+        // that overlap each other and the distance lookup; the walk then finds them in cache.
+        let mut sum = self.dist_by_dst[dst.index()];
+        for end in [src, dst] {
+            for &(_, e) in self.graph.targets(end) {
+                if let Some(&(l, _)) = self.graph.targets(e.node).first() {
+                    sum ^= l.0;
+                }
+            }
+        }
+        std::hint::black_box(sum);
         let dist = self.distances(state, dst);
         let mut scratch = std::mem::take(&mut self.walk_scratch);
         let WalkScratch {
