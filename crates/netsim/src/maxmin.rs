@@ -16,9 +16,9 @@
 //!
 //! Once every flow is frozen the solve stops: the links still in the heap change nothing.
 //!
-//! Problems of a few flows (most re-solves of a churning fabric: one or two flows) skip the
-//! heap and its link-to-flow index: a scan of every link's key picks the event the heap would
-//! pop, so the two give the same rates to the last bit.
+//! Problems of a few flows over a few dozen links (most re-solves of a churning fabric: one
+//! or two flows) skip the heap and its link-to-flow index: a scan of every link's key picks
+//! the event the heap would pop, so the two give the same rates to the last bit.
 //!
 //! The result is the max-min fair allocation: every flow is either at its cap or crosses a
 //! saturated link on which no flow is faster (its bottleneck).
@@ -80,8 +80,10 @@ impl Event {
     }
 }
 
-/// Problems of at most this many flows are solved by a scan, not a heap.
+/// Problems of at most this many flows, over at most this many links, are solved by a scan,
+/// not a heap (a scan step costs a pass over the links: spread flows cross hundreds).
 const SMALL: usize = 4;
+const SMALL_LINKS: usize = 64;
 
 /// Reusable buffers, so that repeated solves do not allocate.
 #[derive(Default)]
@@ -131,7 +133,7 @@ impl Solver {
         self.weight.resize(m, 0.0);
         self.frozen_load.clear();
         self.frozen_load.resize(m, 0.0);
-        if n <= SMALL {
+        if n <= SMALL && m <= SMALL_LINKS {
             self.solve_small(p, rates);
         } else {
             self.solve_heap(p, rates);
