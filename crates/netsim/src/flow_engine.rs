@@ -127,6 +127,22 @@ struct FlowHot {
     slot: u32,
 }
 
+/// An event due at a time (ns) for a flow, with a tag (a drain's rate version), packed into
+/// one integer so that the event heaps compare once: ordered by time, then flow, then tag, as
+/// the tuple would be.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+struct Due(u128);
+
+impl Due {
+    fn new(at: u64, flow: u32, tag: u32) -> Due {
+        Due(u128::from(at) << 64 | u128::from(flow) << 32 | u128::from(tag))
+    }
+
+    fn parts(self) -> (u64, u32, u32) {
+        ((self.0 >> 64) as u64, (self.0 >> 32) as u32, self.0 as u32)
+    }
+}
+
 const PENDING: u32 = u32::MAX;
 const CERTIFIED: u32 = u32::MAX - 1;
 
@@ -150,8 +166,10 @@ pub struct FlowEngine {
     drain_floor: f64,
     /// A reroute or capacity change is pending: everything it touches must be re-solved.
     structural: bool,
-    drains: BinaryHeap<Reverse<(u64, u32, u32)>>,
-    arrivals: BinaryHeap<Reverse<(u64, u32)>>,
+    /// Drain times (with the rate version they were computed at) and completions, each a
+    /// min-heap of [`Due`].
+    drains: BinaryHeap<Reverse<Due>>,
+    arrivals: BinaryHeap<Reverse<Due>>,
     solver: Solver,
     // Component search scratch, reused across solves (no allocation in steady state).
     epoch: u32,
@@ -341,12 +359,13 @@ impl FlowEngine {
         let flow = &mut self.flows[f as usize];
         flow.version = flow.version.wrapping_add(1);
         let at = now + (flow.remaining / solo * 1e9).ceil() as u64;
-        self.drains.push(Reverse((at, f, flow.version)));
+        self.drains.push(Reverse(Due::new(at, f, flow.version)));
         true
     }
 
     fn next_drain(&mut self) -> Option<u64> {
-        while let Some(&Reverse((at, f, v))) = self.drains.peek() {
+        while let Some(&Reverse(due)) = self.drains.peek() {
+            let (at, f, v) = due.parts();
             let flow = &self.flows[f as usize];
             if flow.active && flow.version == v {
                 return Some(at);
@@ -359,7 +378,7 @@ impl FlowEngine {
     /// The next known event, without solving pending changes.
     fn peek_event(&mut self) -> Option<Nanos> {
         let drain = self.next_drain();
-        let arrival = self.arrivals.peek().map(|Reverse((at, _))| *at);
+        let arrival = self.arrivals.peek().map(|Reverse(due)| due.parts().0);
         match (drain, arrival) {
             (Some(a), Some(b)) => Some(Nanos(a.min(b))),
             (a, b) => a.or(b).map(Nanos),
@@ -395,7 +414,7 @@ impl Engine for FlowEngine {
         if instant {
             self.flows[id as usize].remaining = 0.0;
             self.arrivals
-                .push(Reverse((self.now.0 + spec.latency.0, id)));
+                .push(Reverse(Due::new(self.now.0 + spec.latency.0, id, 0)));
         } else {
             self.attach(id);
         }
@@ -461,7 +480,8 @@ impl Engine for FlowEngine {
                 break;
             };
             self.now = t;
-            while let Some(&Reverse((at, f))) = self.arrivals.peek() {
+            while let Some(&Reverse(due)) = self.arrivals.peek() {
+                let (at, f, _) = due.parts();
                 if at != t.0 {
                     break;
                 }
@@ -472,9 +492,10 @@ impl Engine for FlowEngine {
                 });
             }
             while self.next_drain() == Some(t.0) {
-                let Some(Reverse((_, f, _))) = self.drains.pop() else {
+                let Some(Reverse(due)) = self.drains.pop() else {
                     break;
                 };
+                let f = due.parts().1;
                 self.settle(f);
                 let flow = &mut self.flows[f as usize];
                 // The drain time was rounded up to a whole ns, so everything has been sent.
@@ -486,7 +507,7 @@ impl Engine for FlowEngine {
                 flow.active = false;
                 let at = t.0 + flow.latency.0;
                 let rate = self.hot[f as usize].rate;
-                self.arrivals.push(Reverse((at, f)));
+                self.arrivals.push(Reverse(Due::new(at, f, 0)));
                 self.detach(f);
                 self.drain_floor = self.drain_floor.min(rate);
             }

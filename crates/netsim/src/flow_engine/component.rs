@@ -16,7 +16,7 @@
 
 use std::cmp::Reverse;
 
-use super::{FlowEngine, CERTIFIED, PENDING};
+use super::{Due, FlowEngine, CERTIFIED, PENDING};
 use crate::maxmin::Dense;
 
 /// Relative slack of "saturated" and "no faster": rates and loads are sums of floats.
@@ -369,7 +369,7 @@ impl FlowEngine {
             if rate > 0.0 {
                 let secs = flow.remaining / rate;
                 let at = self.now.0 + (secs * 1e9).ceil() as u64;
-                self.drains.push(Reverse((at, f, flow.version)));
+                self.drains.push(Reverse(Due::new(at, f, flow.version)));
             }
         }
         let now = self.now.0;
