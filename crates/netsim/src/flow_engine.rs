@@ -143,6 +143,9 @@ impl Due {
     }
 }
 
+/// Relative slack of "saturated" and "no faster": rates and loads are sums of floats.
+const TOLERANCE: f64 = 1e-9;
+
 const PENDING: u32 = u32::MAX;
 const CERTIFIED: u32 = u32::MAX - 1;
 
@@ -289,7 +292,7 @@ impl FlowEngine {
         let now = self.now.0;
         for (l, w) in self.incidence.get(self.flows[f as usize].links) {
             let link = &mut self.link[l as usize];
-            let saturated = link.saturated(1e-9);
+            let saturated = link.saturated(TOLERANCE);
             if rate.is_finite() {
                 link.set_load(now, (link.load() - w * rate).max(0.0));
             }
@@ -353,14 +356,22 @@ impl FlowEngine {
         for (l, w) in self.incidence.get(self.flows[f as usize].links) {
             let link = &mut self.link[l as usize];
             link.set_load(now, link.load() + w * solo);
-            link.peak = link.peak.max(link.load() / link.capacity);
+            link.note_peak();
         }
-        self.hot[f as usize].rate = solo;
+        self.set_rate(f, solo);
+        true
+    }
+
+    /// Gives `f` a new rate (its bytes settled up to now) and schedules its drain at it; the
+    /// drain scheduled at the old rate goes stale.
+    fn set_rate(&mut self, f: u32, rate: f64) {
+        self.hot[f as usize].rate = rate;
         let flow = &mut self.flows[f as usize];
         flow.version = flow.version.wrapping_add(1);
-        let at = now + (flow.remaining / solo * 1e9).ceil() as u64;
-        self.drains.push(Reverse(Due::new(at, f, flow.version)));
-        true
+        if rate > 0.0 {
+            let at = self.now.0 + (flow.remaining / rate * 1e9).ceil() as u64;
+            self.drains.push(Reverse(Due::new(at, f, flow.version)));
+        }
     }
 
     fn next_drain(&mut self) -> Option<u64> {

@@ -14,13 +14,8 @@
 //! every shared link reached across the fabric: flows at equal rates (the QPs of connections
 //! split evenly, each at its NIC's share) chained into components of thousands.
 
-use std::cmp::Reverse;
-
-use super::{Due, FlowEngine, CERTIFIED, PENDING};
+use super::{FlowEngine, CERTIFIED, PENDING, TOLERANCE};
 use crate::maxmin::Dense;
-
-/// Relative slack of "saturated" and "no faster": rates and loads are sums of floats.
-const TOLERANCE: f64 = 1e-9;
 
 /// Links with at most this many flows have their fastest flow found by a scan, not remembered.
 const SCAN_FLOWS: usize = 8;
@@ -362,27 +357,19 @@ impl FlowEngine {
         for i in 0..self.comp_flows.len() {
             let f = self.comp_flows[i];
             self.settle(f);
-            let rate = self.rates[i];
-            self.hot[f as usize].rate = rate;
-            let flow = &mut self.flows[f as usize];
-            flow.version = flow.version.wrapping_add(1);
-            if rate > 0.0 {
-                let secs = flow.remaining / rate;
-                let at = self.now.0 + (secs * 1e9).ceil() as u64;
-                self.drains.push(Reverse(Due::new(at, f, flow.version)));
-            }
+            self.set_rate(f, self.rates[i]);
         }
         let now = self.now.0;
         for (k, &l) in self.comp_links.iter().enumerate() {
             let link = &mut self.link[l as usize];
             link.set_load(now, self.dense.fixed[k]);
-            let util = if link.capacity > 0.0 {
-                link.load() / link.capacity
-            } else {
-                0.0
-            };
-            debug_assert!(util <= 1.0 + 1e-6, "link {l} over capacity: {util}");
-            link.peak = link.peak.max(util);
+            debug_assert!(
+                link.capacity == 0.0 || link.load() <= link.capacity * (1.0 + 1e-6),
+                "link {l} over capacity: {} of {}",
+                link.load(),
+                link.capacity
+            );
+            link.note_peak();
         }
     }
 }

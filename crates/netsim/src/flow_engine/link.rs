@@ -62,6 +62,13 @@ impl Link {
         }
     }
 
+    /// Raises the peak utilization to the load now (a link of no capacity has none).
+    pub fn note_peak(&mut self) {
+        if self.capacity > 0.0 {
+            self.peak = self.peak.max(self.load / self.capacity);
+        }
+    }
+
     /// Whether the load is at capacity, up to a relative `slack`.
     pub fn saturated(&self, slack: f64) -> bool {
         self.load >= self.capacity * (1.0 - slack)
