@@ -266,9 +266,10 @@ impl<'t> PathFinder<'t> {
         planned: bool,
         choose: &mut PlannedChooser<'_>,
     ) -> Result<Route, RouteError> {
-        let latency = self.walk_to_scratch(state, src, dst, planned, choose)?;
+        let mut links = Vec::new();
+        let latency = self.walk_planned_into(state, src, dst, planned, choose, &mut links)?;
         Ok(Route::Path {
-            links: self.walk_scratch.links.clone(),
+            links: links.into_iter().map(|(l, _)| l).collect(),
             latency,
         })
     }
@@ -283,20 +284,6 @@ impl<'t> PathFinder<'t> {
         planned: bool,
         choose: &mut PlannedChooser<'_>,
         out: &mut Vec<(LinkId, f64)>,
-    ) -> Result<Nanos, RouteError> {
-        let latency = self.walk_to_scratch(state, src, dst, planned, choose)?;
-        out.extend(self.walk_scratch.links.iter().map(|&l| (l, 1.0)));
-        Ok(latency)
-    }
-
-    /// The walk itself: the path is left in `walk_scratch.links`.
-    fn walk_to_scratch(
-        &mut self,
-        state: &LinkState,
-        src: NodeId,
-        dst: NodeId,
-        planned: bool,
-        choose: &mut PlannedChooser<'_>,
     ) -> Result<Nanos, RouteError> {
         // The walk is one chain of dependent reads. The source's and the destination's host
         // side (their out links, and their NICs') are read first, as two chains of their own
@@ -371,6 +358,7 @@ impl<'t> PathFinder<'t> {
         if u != dst {
             return Err(self.no_path(src, dst));
         }
+        out.extend(self.walk_scratch.links.iter().map(|&l| (l, 1.0)));
         Ok(Nanos(latency))
     }
 
