@@ -340,3 +340,71 @@ fn a_path_table_plugs_in_as_a_policy() {
         others[15]
     );
 }
+
+#[test]
+fn single_homed_ends_route_as_the_general_walk_does() {
+    // Between GPUs with one NIC and one NIC port each, a route with every link up skips the
+    // hosts' side of the general walk. One NIC cable down sends every route through the
+    // general walk: routes between the other GPUs must stay what they were.
+    let fabrics: [(&str, &[(&str, &str)]); 3] = [
+        ("meta-cluster", &[("zones", "3"), ("racks", "4")]),
+        ("superpod", &[("sus", "2"), ("nodes_per_su", "4")]),
+        ("fat-tree", &[("k", "8"), ("gpus_per_host", "2")]),
+    ];
+    for (name, settings) in fabrics {
+        let topo = build(name, settings);
+        let gpus = topo.gpus();
+        let broken = *gpus.last().unwrap();
+        let nic = topo.nics_of_gpu(broken).next().unwrap();
+        let cable = *topo
+            .out_links(nic)
+            .iter()
+            .find(|&&l| topo.kind(topo.link(l).dst).is_switch())
+            .expect("a NIC port");
+        for policy in [Policy::Ecmp, Policy::EEcmp, Policy::Pin] {
+            let mut router = Router::new(&topo, policy, HashConfig::default());
+            let mut state = LinkState::new(&topo);
+            let keys: Vec<FlowKey> = (0..400)
+                .map(|i| {
+                    let (s, d) = (
+                        gpus[(i * 7) % (gpus.len() - 1)],
+                        gpus[(i * 13 + 5) % (gpus.len() - 1)],
+                    );
+                    FlowKey::connection(s, d, (i % 3) as u32, i as u64)
+                })
+                .filter(|k| k.src != k.dst)
+                .collect();
+            let shortcut: Vec<Route> = keys
+                .iter()
+                .map(|k| router.route(&state, k).unwrap())
+                .collect();
+            state.set_cable(cable, LinkCondition::Down);
+            for (k, before) in keys.iter().zip(&shortcut) {
+                assert_eq!(
+                    &router.route(&state, k).unwrap(),
+                    before,
+                    "{name} {policy:?}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_route_from_a_gpu_to_itself_ends() {
+    // No NVSwitch (one GPU per host): out through the NIC and back, whatever the link state
+    // (the walk once went round GPU -> NIC -> GPU for ever).
+    let topo = build("fat-tree", &[("k", "4"), ("gpus_per_host", "1")]);
+    let g = topo.gpus()[0];
+    let mut router = Router::new(&topo, Policy::Ecmp, HashConfig::default());
+    let mut state = LinkState::new(&topo);
+    let key = FlowKey::connection(g, g, 0, 1);
+    let all_up = path(&router.route(&state, &key).unwrap());
+    assert_eq!(all_up.len(), 2);
+    assert_eq!(topo.link(all_up[1]).dst, g);
+    state.set_cable(
+        *uplinks(&topo, id(&topo, "pod0/edge0")).first().unwrap(),
+        LinkCondition::Down,
+    );
+    assert_eq!(path(&router.route(&state, &key).unwrap()), all_up);
+}

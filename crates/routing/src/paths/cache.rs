@@ -1,27 +1,81 @@
 //! What the path finder remembers between routes: per destination rack, every switch's
-//! distance and the next hops of the wide switches, and the pool those next hops are kept in.
+//! distance and the next hops of the wide switches, found by one search, and the pool those
+//! next hops are kept in.
 
-use std::cell::RefCell;
+use std::collections::HashMap;
 
 use fabricsim_topology::LinkId;
 
-use super::graph::End;
+use super::graph::{End, Graph};
+use super::toward::Hops;
+use crate::key::mix;
+use crate::link_state::LinkState;
 
 /// Every switch's distance toward one set of attachment switches, and the next hops of the
-/// wide switches as found so far (a switch's next hops depend only on these distances and the
-/// link state, so the flows to all GPUs of a rack share them).
+/// wide switches (a switch's next hops depend only on these distances and the link state, so
+/// the flows to all GPUs of a rack share them).
 pub(super) struct Distances {
     /// Per switch index: switch-to-switch links to an attachment switch, or `FAR`.
     pub dist: Vec<u16>,
     /// Per *wide* switch (more than `SCAN_DEGREE` switch neighbours), by its wide index: where
-    /// its next hops start in the path finder's [`HopPool`], `NOT_YET` until first asked for,
-    /// or `AT_DST` for an attachment switch. Empty until a first wide switch is asked for.
-    pub hops: RefCell<Vec<u32>>,
+    /// its next hops start in the path finder's [`HopPool`], or `AT_DST` for an attachment
+    /// switch.
+    pub hops: Vec<u32>,
 }
 
 pub(super) const FAR: u16 = u16::MAX;
-pub(super) const NOT_YET: u32 = u32::MAX;
-pub(super) const AT_DST: u32 = u32::MAX - 1;
+pub(super) const AT_DST: u32 = u32::MAX;
+
+impl Distances {
+    /// A backward breadth-first search from `sources` over the switch links that are up. Each
+    /// switch-to-switch link it crosses toward the sources, `s -> t` with `s` one step further
+    /// than `t`, is a next hop of `s`: the search finds every wide switch's next hops while
+    /// the distances are in cache, where finding them one by one later, at a walk's first
+    /// visit, read the distances of two hundred neighbours cold.
+    pub fn search(g: &Graph, state: &LinkState, sources: &[u32], pool: &mut HopPool) -> Distances {
+        let mut dist = vec![FAR; g.switch_count()];
+        let mut frontier: Vec<u32> = sources.to_vec();
+        for &s in sources {
+            dist[s as usize] = 0;
+        }
+        let mut level = 0u16;
+        let mut next = Vec::new();
+        let all_up = state.all_up();
+        while !frontier.is_empty() {
+            level += 1;
+            for &t in &frontier {
+                for n in g.neighbours(t) {
+                    if dist[n.sw as usize] == FAR && (all_up || state.is_up(n.inbound)) {
+                        dist[n.sw as usize] = level;
+                        next.push(n.sw);
+                    }
+                }
+            }
+            std::mem::swap(&mut frontier, &mut next);
+            next.clear();
+        }
+        // The wide switches' next hops while the distances are in cache.
+        let mut hops = vec![0; g.wide_count];
+        let mut list = std::mem::take(&mut pool.scratch);
+        for (sw, &wi) in g.wide.iter().enumerate() {
+            if wi == u32::MAX {
+                continue;
+            }
+            let d = dist[sw];
+            hops[wi as usize] = if d == 0 {
+                AT_DST
+            } else {
+                list.clear();
+                if d != FAR {
+                    g.closer_switches(sw as u32, d, &dist, Some(state), |l, e| list.push(l, e));
+                }
+                pool.intern(&list.links, &list.ends)
+            };
+        }
+        pool.scratch = list;
+        Distances { dist, hops }
+    }
+}
 
 /// Next-hop lists of wide switches, each stored once however many destinations share it: a
 /// cluster switch sends to every other zone over the same uplinks, an aggregation switch to
@@ -33,31 +87,32 @@ pub(super) const AT_DST: u32 = u32::MAX - 1;
 pub(super) struct HopPool {
     links: Vec<LinkId>,
     ends: Vec<End>,
-    /// Per wide switch, where its lists start (a switch has a handful: one per distance
-    /// pattern of its neighbours, such as "up to every aggregation switch" and one per rack
-    /// below it).
-    by_switch: Vec<Vec<u32>>,
+    /// Where a list is stored, by a hash of its links (a switch's next hops are its own out
+    /// links, so a list's links name its switch: lists are found by content alone).
+    index: HashMap<u64, u32>,
+    /// A buffer for the list being found, kept so that finding one allocates nothing.
+    pub scratch: Hops,
 }
 
 impl HopPool {
-    /// Where wide switch `wi`'s list `links` (leading to `ends`) starts, stored if new.
-    pub fn intern(&mut self, wi: u32, links: &[LinkId], ends: &[End]) -> u32 {
-        let wi = wi as usize;
-        if self.by_switch.len() <= wi {
-            self.by_switch.resize_with(wi + 1, Vec::new);
-        }
-        if let Some(&at) = self.by_switch[wi]
+    /// Where the list `links` (leading to `ends`) starts, stored if new.
+    pub fn intern(&mut self, links: &[LinkId], ends: &[End]) -> u32 {
+        let hash = links
             .iter()
-            .find(|&&at| self.list(at).0 == links)
-        {
-            return at;
-        }
+            .fold(links.len() as u64, |h, l| mix(h ^ u64::from(l.0)));
         let at = self.links.len() as u32;
+        match self.index.get(&hash) {
+            Some(&known) if self.list(known).0 == links => return known,
+            // Two lists with one hash (as good as never): the second is stored unindexed.
+            Some(_) => {}
+            None => {
+                self.index.insert(hash, at);
+            }
+        }
         self.links.push(LinkId(links.len() as u32));
         self.links.extend_from_slice(links);
         self.ends.push(End::NONE);
         self.ends.extend_from_slice(ends);
-        self.by_switch[wi].push(at);
         at
     }
 
@@ -71,6 +126,6 @@ impl HopPool {
     pub fn clear(&mut self) {
         self.links.clear();
         self.ends.clear();
-        self.by_switch.clear();
+        self.index.clear();
     }
 }

@@ -17,17 +17,18 @@
 //!   routes; `toward.rs`: costs and next hops toward one destination.
 
 mod cache;
+mod endpoint;
 mod graph;
 mod toward;
 
-use std::cell::RefCell;
 use std::collections::HashMap;
 
 use fabricsim_topology::{LinkId, Nanos, NodeId, NodeKind, Topology};
 
 use crate::link_state::LinkState;
 use crate::router::{Route, RouteError};
-use cache::{Distances, HopPool, FAR};
+use cache::{Distances, HopPool};
+use endpoint::{Endpoint, NO_DISTANCES};
 use graph::{Graph, NOT_A_SWITCH};
 use toward::{Found, Hops, Toward};
 
@@ -39,32 +40,17 @@ pub type PlannedChooser<'a> = dyn FnMut(NodeId, &[LinkId], &[LinkId]) -> u64 + '
 pub struct PathFinder<'t> {
     topo: &'t Topology,
     graph: Graph,
-    pool: RefCell<HopPool>,
+    pool: HopPool,
     walk_scratch: WalkScratch,
-    /// Per node: its position among the GPUs and its host, or `NOT_A_GPU` (one read tells
-    /// whether a node is a GPU and whether two GPUs share a host).
-    gpus: Vec<GpuSlot>,
-    /// Distances per set of attachment switches (shared by the GPUs of a rack), and per
-    /// destination GPU node their index, so that the routing hot path is one array index.
-    /// Dropped when the link state changes.
+    /// Per node, what a route reads of its ends (see `endpoint.rs`), with the index of the
+    /// distances toward it: one read per end.
+    ends: Vec<Endpoint>,
+    /// Distances per set of attachment switches (shared by the GPUs of a rack); a node's
+    /// index into them is in its [`Endpoint`]. Dropped when the link state changes.
     dist_sets: Vec<Distances>,
     dist_index: HashMap<Vec<u32>, u32>,
-    dist_by_dst: Vec<u32>,
     cache_version: u64,
 }
-
-const NO_DISTANCES: u32 = u32::MAX;
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-struct GpuSlot {
-    ordinal: u32,
-    host: u32,
-}
-
-const NOT_A_GPU: GpuSlot = GpuSlot {
-    ordinal: u32::MAX,
-    host: u32::MAX,
-};
 
 /// A walk's buffers, kept between walks so that routing allocates only the path it returns.
 #[derive(Default)]
@@ -76,22 +62,19 @@ struct WalkScratch {
 
 impl<'t> PathFinder<'t> {
     pub fn new(topo: &'t Topology) -> Self {
-        let mut gpus = vec![NOT_A_GPU; topo.node_count()];
+        let graph = Graph::new(topo);
+        let mut ends = vec![Endpoint::NONE; topo.node_count()];
         for (i, &g) in topo.gpus().iter().enumerate() {
-            gpus[g.index()] = GpuSlot {
-                ordinal: i as u32,
-                host: topo.host_of(g).map_or(u32::MAX, |h| h.0),
-            };
+            ends[g.index()] = Endpoint::gpu(topo, &graph, g, i as u32);
         }
         PathFinder {
             topo,
-            graph: Graph::new(topo),
-            pool: RefCell::default(),
+            graph,
+            pool: HopPool::default(),
             walk_scratch: WalkScratch::default(),
-            gpus,
+            ends,
             dist_sets: Vec::new(),
             dist_index: HashMap::new(),
-            dist_by_dst: vec![NO_DISTANCES; topo.node_count()],
             cache_version: 0,
         }
     }
@@ -102,12 +85,12 @@ impl<'t> PathFinder<'t> {
 
     /// The position of `gpu` among the fabric's GPUs (what destination-mod-k pinning uses).
     pub fn gpu_ordinal(&self, gpu: NodeId) -> u32 {
-        self.gpus[gpu.index()].ordinal
+        self.ends[gpu.index()].ordinal
     }
 
     /// An error unless `n` is a GPU.
     pub fn check_gpu(&self, n: NodeId) -> Result<(), RouteError> {
-        if self.gpus[n.index()] != NOT_A_GPU {
+        if self.ends[n.index()].is_gpu() {
             Ok(())
         } else {
             Err(RouteError::NotAGpu(self.topo.node_name(n).to_string()))
@@ -127,11 +110,11 @@ impl<'t> PathFinder<'t> {
         if state.version() != self.cache_version {
             self.dist_sets.clear();
             self.dist_index.clear();
-            self.dist_by_dst.fill(NO_DISTANCES);
-            self.pool.get_mut().clear();
+            self.ends.iter_mut().for_each(|e| e.dist = NO_DISTANCES);
+            self.pool.clear();
             self.cache_version = state.version();
         }
-        let known = self.dist_by_dst[dst.index()];
+        let known = self.ends[dst.index()].dist;
         if known != NO_DISTANCES {
             return known as usize;
         }
@@ -152,37 +135,14 @@ impl<'t> PathFinder<'t> {
         sources.sort_unstable();
         sources.dedup();
         if let Some(&i) = self.dist_index.get(&sources) {
-            self.dist_by_dst[dst.index()] = i;
+            self.ends[dst.index()].dist = i;
             return i as usize;
         }
-        let mut dist = vec![FAR; g.switch_count()];
-        let mut frontier: Vec<u32> = sources.clone();
-        for &s in &sources {
-            dist[s as usize] = 0;
-        }
-        let mut level = 0u16;
-        let mut next = Vec::new();
-        let all_up = state.all_up();
-        while !frontier.is_empty() {
-            level += 1;
-            for &t in &frontier {
-                for n in g.neighbours(t) {
-                    if dist[n.sw as usize] == FAR && (all_up || state.is_up(n.inbound)) {
-                        dist[n.sw as usize] = level;
-                        next.push(n.sw);
-                    }
-                }
-            }
-            std::mem::swap(&mut frontier, &mut next);
-            next.clear();
-        }
+        let found = Distances::search(g, state, &sources, &mut self.pool);
         let i = self.dist_sets.len() as u32;
-        self.dist_sets.push(Distances {
-            dist,
-            hops: RefCell::default(),
-        });
+        self.dist_sets.push(found);
         self.dist_index.insert(sources, i);
-        self.dist_by_dst[dst.index()] = i;
+        self.ends[dst.index()].dist = i;
         i as usize
     }
 
@@ -207,8 +167,8 @@ impl<'t> PathFinder<'t> {
     /// The NVLink path inside a host, if `src` and `dst` share an NVSwitch or a direct link.
     pub fn nvlink_path(&self, state: &LinkState, src: NodeId, dst: NodeId) -> Option<Vec<LinkId>> {
         let topo = self.topo;
-        let (a, b) = (self.gpus[src.index()], self.gpus[dst.index()]);
-        let same_host = if a != NOT_A_GPU && b != NOT_A_GPU {
+        let (a, b) = (self.ends[src.index()], self.ends[dst.index()]);
+        let same_host = if a.is_gpu() && b.is_gpu() {
             a.host == b.host
         } else {
             topo.host_of(src) == topo.host_of(dst)
@@ -285,18 +245,6 @@ impl<'t> PathFinder<'t> {
         choose: &mut PlannedChooser<'_>,
         out: &mut Vec<(LinkId, f64)>,
     ) -> Result<Nanos, RouteError> {
-        // The walk is one chain of dependent reads. The source's and the destination's host
-        // side (their out links, and their NICs') are read first, as two chains of their own
-        // that overlap each other and the distance lookup; the walk then finds them in cache.
-        let mut sum = self.dist_by_dst[dst.index()];
-        for end in [src, dst] {
-            for &(_, e) in self.graph.targets(end) {
-                if let Some(&(l, _)) = self.graph.targets(e.node).first() {
-                    sum ^= l.0;
-                }
-            }
-        }
-        std::hint::black_box(sum);
         let dist = self.distances(state, dst);
         let mut scratch = std::mem::take(&mut self.walk_scratch);
         let WalkScratch {
@@ -308,10 +256,20 @@ impl<'t> PathFinder<'t> {
         // Left empty unless asked for (a previous walk may have filled it).
         planned_hops.clear();
         let t = self.toward(state, src, dst, dist);
+        let (from, to) = (self.ends[src.index()], self.ends[dst.index()]);
+        // Both ends single-homed: the walk runs from the source's switch to the destination's
+        // over switches only, and the host sides are the endpoints' own links.
+        let direct = from.single_homed() && to.single_homed() && src != dst && state.all_up();
         let (mut u, mut ui) = (src, self.graph.switch_index[src.index()]);
-        let mut latency = 0;
+        let (mut latency, mut at_source) = (0, !direct);
         // Every hop is one link closer to the destination.
-        let mut cost = if ui == NOT_A_SWITCH && self.topo.kind(src) == NodeKind::Gpu {
+        let mut cost = if direct {
+            links.extend([from.to_nic, from.port]);
+            latency = u64::from(from.to_nic_latency) + u64::from(from.port_latency);
+            (u, ui) = (self.graph.switch_nodes[from.sw as usize], from.sw);
+            // Switches find their next hops without it.
+            Some(u32::MAX)
+        } else if ui == NOT_A_SWITCH && self.topo.kind(src) == NodeKind::Gpu {
             t.source_hops_into(hops)
         } else {
             hops.clear();
@@ -323,15 +281,22 @@ impl<'t> PathFinder<'t> {
         }
         .unwrap_or(0);
         loop {
-            let found = if u != src {
-                t.next_hops_into(u, ui, cost, hops)
-            } else {
+            if direct && ui == to.sw {
+                links.extend([to.port.reverse(), to.to_nic.reverse()]);
+                latency += u64::from(to.port_latency) + u64::from(to.to_nic_latency);
+                u = dst;
+                break;
+            }
+            // The source's next hops are in the buffer already (a walk from a GPU to itself
+            // comes back to it, and must not take them again).
+            let found = if std::mem::take(&mut at_source) {
                 Found::InBuffer
+            } else {
+                t.next_hops_into(u, ui, cost, hops)
             };
-            let pool = self.pool.borrow();
             let (next, ends) = match found {
                 Found::InBuffer => (&hops.links[..], &hops.ends[..]),
-                Found::Pooled(at) => pool.list(at),
+                Found::Pooled(at) => self.pool.list(at),
             };
             let i = match next.len() {
                 0 => break,
@@ -344,7 +309,6 @@ impl<'t> PathFinder<'t> {
                 }
             };
             let (l, end) = (next[i], ends[i]);
-            drop(pool);
             links.push(l);
             (u, ui) = (end.node, end.sw);
             cost -= 1;
