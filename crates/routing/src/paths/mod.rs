@@ -5,16 +5,19 @@
 //! distance to the destination's NICs (cached per set of attachment switches, so the GPUs of a
 //! rack share one BFS, and dropped when the link state changes). A switch's candidate next
 //! hops are its up links to switches one step closer, or to the destination's NICs; those of
-//! switches with many neighbours are cached with the distances, each distinct list stored
-//! once, so a cluster switch filters its two hundred neighbours once per destination rack
-//! rather than once per flow. That is the closed form of a Clos (an up-port choice per tier)
-//! and works on any graph.
+//! switches with many neighbours are found right after the BFS and kept with the distances,
+//! each distinct list stored once, so a cluster switch filters its two hundred neighbours
+//! once per destination rack rather than once per flow. That is the closed form of a Clos (an
+//! up-port choice per tier) and works on any graph.
 //!
 //! The hot path is a walk: per hop, one lookup of the node's next hops, which carry where each
-//! leads and its latency, so a route reads neither the link table nor the node table.
+//! leads and its latency, so a route reads neither the link table nor the node table. Each
+//! end is one record (`endpoint.rs`); between GPUs with one NIC port each, with every link
+//! up, the walk starts at the source's switch and ends at the destination's.
 //!
 //! - `graph.rs`: the compact adjacency; `cache.rs`: distances and next-hop lists kept between
-//!   routes; `toward.rs`: costs and next hops toward one destination.
+//!   routes; `toward.rs`: costs and next hops toward one destination; `endpoint.rs`: what a
+//!   route reads of its ends.
 
 mod cache;
 mod endpoint;
