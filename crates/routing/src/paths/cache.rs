@@ -1,7 +1,7 @@
 //! What the path finder remembers between routes: per destination rack, every switch's
-//! distance and the next hops of the wide switches, found by one search, and the pool those
-//! next hops are kept in.
+//! distance and the next hops of the wide switches, and the pool those next hops are kept in.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 use fabricsim_topology::LinkId;
@@ -12,27 +12,24 @@ use crate::key::mix;
 use crate::link_state::LinkState;
 
 /// Every switch's distance toward one set of attachment switches, and the next hops of the
-/// wide switches (a switch's next hops depend only on these distances and the link state, so
-/// the flows to all GPUs of a rack share them).
+/// wide switches as found so far (a switch's next hops depend only on these distances and the
+/// link state, so the flows to all GPUs of a rack share them).
 pub(super) struct Distances {
     /// Per switch index: switch-to-switch links to an attachment switch, or `FAR`.
     pub dist: Vec<u16>,
     /// Per *wide* switch (more than `SCAN_DEGREE` switch neighbours), by its wide index: where
-    /// its next hops start in the path finder's [`HopPool`], or `AT_DST` for an attachment
-    /// switch.
-    pub hops: Vec<u32>,
+    /// its next hops start in the path finder's [`HopPool`], `NOT_YET` until first asked for,
+    /// or `AT_DST` for an attachment switch. Empty until a first wide switch is asked for.
+    pub hops: RefCell<Vec<u32>>,
 }
 
 pub(super) const FAR: u16 = u16::MAX;
-pub(super) const AT_DST: u32 = u32::MAX;
+pub(super) const NOT_YET: u32 = u32::MAX;
+pub(super) const AT_DST: u32 = u32::MAX - 1;
 
 impl Distances {
-    /// A backward breadth-first search from `sources` over the switch links that are up. Each
-    /// switch-to-switch link it crosses toward the sources, `s -> t` with `s` one step further
-    /// than `t`, is a next hop of `s`: the search finds every wide switch's next hops while
-    /// the distances are in cache, where finding them one by one later, at a walk's first
-    /// visit, read the distances of two hundred neighbours cold.
-    pub fn search(g: &Graph, state: &LinkState, sources: &[u32], pool: &mut HopPool) -> Distances {
+    /// A backward breadth-first search from `sources` over the switch links that are up.
+    pub fn search(g: &Graph, state: &LinkState, sources: &[u32]) -> Distances {
         let mut dist = vec![FAR; g.switch_count()];
         let mut frontier: Vec<u32> = sources.to_vec();
         for &s in sources {
@@ -54,26 +51,10 @@ impl Distances {
             std::mem::swap(&mut frontier, &mut next);
             next.clear();
         }
-        // The wide switches' next hops while the distances are in cache.
-        let mut hops = vec![0; g.wide_count];
-        let mut list = std::mem::take(&mut pool.scratch);
-        for (sw, &wi) in g.wide.iter().enumerate() {
-            if wi == u32::MAX {
-                continue;
-            }
-            let d = dist[sw];
-            hops[wi as usize] = if d == 0 {
-                AT_DST
-            } else {
-                list.clear();
-                if d != FAR {
-                    g.closer_switches(sw as u32, d, &dist, Some(state), |l, e| list.push(l, e));
-                }
-                pool.intern(&list.links, &list.ends)
-            };
+        Distances {
+            dist,
+            hops: RefCell::default(),
         }
-        pool.scratch = list;
-        Distances { dist, hops }
     }
 }
 

@@ -4,8 +4,6 @@
 
 use fabricsim_topology::{LinkId, NodeId, Topology};
 
-use crate::link_state::LinkState;
-
 /// Switches with at most this many switch neighbours (a rack switch's uplinks) find their next
 /// hops by a scan as fast as a cache lookup; only the others' (*wide* switches) are cached.
 pub(super) const SCAN_DEGREE: u32 = 64;
@@ -124,32 +122,6 @@ impl Graph {
     /// Switch `t`'s switch neighbours.
     pub fn neighbours(&self, t: u32) -> &[Neighbour] {
         &self.sw_adj[self.sw_offsets[t as usize] as usize..self.sw_offsets[t as usize + 1] as usize]
-    }
-
-    /// The links from switch `u` (at distance `d > 0` in `dist`) to the switches at distance
-    /// `d - 1`, in link-id order, to `push` with where each leads: those that are up in
-    /// `state`, or all of them without one.
-    pub fn closer_switches(
-        &self,
-        u: u32,
-        d: u16,
-        dist: &[u16],
-        state: Option<&LinkState>,
-        mut push: impl FnMut(LinkId, End),
-    ) {
-        let state = state.filter(|s| !s.all_up());
-        for n in self.neighbours(u) {
-            // The adjacency holds `s -> u`; the hop is its reverse, `u -> s`.
-            let hop = n.inbound.reverse();
-            if dist[n.sw as usize] == d - 1 && state.is_none_or(|s| s.is_up(hop)) {
-                let end = End {
-                    node: self.switch_nodes[n.sw as usize],
-                    sw: n.sw,
-                    latency: n.out_latency,
-                };
-                push(hop, end);
-            }
-        }
     }
 
     /// `u`'s out links with where each leads.

@@ -5,9 +5,9 @@
 //! distance to the destination's NICs (cached per set of attachment switches, so the GPUs of a
 //! rack share one BFS, and dropped when the link state changes). A switch's candidate next
 //! hops are its up links to switches one step closer, or to the destination's NICs; those of
-//! switches with many neighbours are found right after the BFS and kept with the distances,
-//! each distinct list stored once, so a cluster switch filters its two hundred neighbours
-//! once per destination rack rather than once per flow. That is the closed form of a Clos (an
+//! switches with many neighbours are cached with the distances, each distinct list stored
+//! once, so a cluster switch filters its two hundred neighbours once per destination rack
+//! rather than once per flow. That is the closed form of a Clos (an
 //! up-port choice per tier) and works on any graph.
 //!
 //! The hot path is a walk: per hop, one lookup of the node's next hops, which carry where each
@@ -24,6 +24,7 @@ mod endpoint;
 mod graph;
 mod toward;
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 
 use fabricsim_topology::{LinkId, Nanos, NodeId, NodeKind, Topology};
@@ -43,7 +44,7 @@ pub type PlannedChooser<'a> = dyn FnMut(NodeId, &[LinkId], &[LinkId]) -> u64 + '
 pub struct PathFinder<'t> {
     topo: &'t Topology,
     graph: Graph,
-    pool: HopPool,
+    pool: RefCell<HopPool>,
     walk_scratch: WalkScratch,
     /// Per node, what a route reads of its ends (see `endpoint.rs`), with the index of the
     /// distances toward it: one read per end.
@@ -73,7 +74,7 @@ impl<'t> PathFinder<'t> {
         PathFinder {
             topo,
             graph,
-            pool: HopPool::default(),
+            pool: RefCell::default(),
             walk_scratch: WalkScratch::default(),
             ends,
             dist_sets: Vec::new(),
@@ -114,7 +115,7 @@ impl<'t> PathFinder<'t> {
             self.dist_sets.clear();
             self.dist_index.clear();
             self.ends.iter_mut().for_each(|e| e.dist = NO_DISTANCES);
-            self.pool.clear();
+            self.pool.get_mut().clear();
             self.cache_version = state.version();
         }
         let known = self.ends[dst.index()].dist;
@@ -141,7 +142,7 @@ impl<'t> PathFinder<'t> {
             self.ends[dst.index()].dist = i;
             return i as usize;
         }
-        let found = Distances::search(g, state, &sources, &mut self.pool);
+        let found = Distances::search(g, state, &sources);
         let i = self.dist_sets.len() as u32;
         self.dist_sets.push(found);
         self.dist_index.insert(sources, i);
@@ -297,9 +298,10 @@ impl<'t> PathFinder<'t> {
             } else {
                 t.next_hops_into(u, ui, cost, hops)
             };
+            let pool = self.pool.borrow();
             let (next, ends) = match found {
                 Found::InBuffer => (&hops.links[..], &hops.ends[..]),
-                Found::Pooled(at) => self.pool.list(at),
+                Found::Pooled(at) => pool.list(at),
             };
             let i = match next.len() {
                 0 => break,
@@ -312,6 +314,7 @@ impl<'t> PathFinder<'t> {
                 }
             };
             let (l, end) = (next[i], ends[i]);
+            drop(pool);
             links.push(l);
             (u, ui) = (end.node, end.sw);
             cost -= 1;

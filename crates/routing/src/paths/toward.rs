@@ -1,9 +1,11 @@
 //! The shortest-path DAG toward one destination, one node at a time: a node's cost (links to
 //! the destination) and its equal-cost next hops under the forwarding rule.
 
+use std::cell::RefCell;
+
 use fabricsim_topology::{LinkId, NodeId, NodeKind, Topology};
 
-use super::cache::{Distances, HopPool, AT_DST, FAR};
+use super::cache::{Distances, HopPool, AT_DST, FAR, NOT_YET};
 use super::graph::{End, Graph, NOT_A_SWITCH};
 use crate::link_state::LinkState;
 
@@ -47,7 +49,7 @@ pub(super) struct Toward<'a> {
     pub src: NodeId,
     pub dst: NodeId,
     pub graph: &'a Graph,
-    pub pool: &'a HopPool,
+    pub pool: &'a RefCell<HopPool>,
     pub dist: &'a Distances,
 }
 
@@ -121,7 +123,7 @@ impl Toward<'_> {
         };
         match self.next_hops_into(u, self.graph.switch_index[u.index()], c, &mut hops) {
             Found::InBuffer => hops.links,
-            Found::Pooled(at) => self.pool.list(at).0.to_vec(),
+            Found::Pooled(at) => self.pool.borrow().list(at).0.to_vec(),
         }
     }
 
@@ -198,8 +200,25 @@ impl Toward<'_> {
         }
         let d = self.dist.dist[ui as usize];
         if d != FAR && d > 0 {
-            self.graph
-                .closer_switches(ui, d, &self.dist.dist, None, |l, _| hops.push(l));
+            self.closer_switches(ui, d, false, |l, _| hops.push(l));
+        }
+    }
+
+    /// The links from switch `ui` (at distance `d > 0`) to the switches at distance `d - 1`,
+    /// only those that are up if `up_only`, to `push` with where each leads.
+    fn closer_switches(&self, ui: u32, d: u16, up_only: bool, mut push: impl FnMut(LinkId, End)) {
+        let up_only = up_only && !self.state.all_up();
+        for n in self.graph.neighbours(ui) {
+            // The adjacency holds `s -> u`; the hop is its reverse, `u -> s`.
+            let hop = n.inbound.reverse();
+            if self.dist.dist[n.sw as usize] == d - 1 && (!up_only || self.state.is_up(hop)) {
+                let end = End {
+                    node: self.graph.switch_nodes[n.sw as usize],
+                    sw: n.sw,
+                    latency: n.out_latency,
+                };
+                push(hop, end);
+            }
         }
     }
 
@@ -211,16 +230,31 @@ impl Toward<'_> {
             match self.dist.dist[ui as usize] {
                 FAR => {}
                 0 => self.hops_to_dst_nics(u, hops),
-                d => {
-                    self.graph
-                        .closer_switches(ui, d, &self.dist.dist, Some(self.state), |l, e| {
-                            hops.push(l, e)
-                        })
-                }
+                d => self.closer_switches(ui, d, true, |l, e| hops.push(l, e)),
             }
             return Found::InBuffer;
         }
-        match self.dist.hops[wi as usize] {
+        let mut at = self.dist.hops.borrow_mut();
+        if at.is_empty() {
+            *at = vec![NOT_YET; self.graph.wide_count];
+        }
+        let mut pool = self.pool.borrow_mut();
+        if at[wi as usize] == NOT_YET {
+            at[wi as usize] = match self.dist.dist[ui as usize] {
+                0 => AT_DST,
+                d => {
+                    let mut list = std::mem::take(&mut pool.scratch);
+                    list.clear();
+                    if d != FAR {
+                        self.closer_switches(ui, d, true, |l, e| list.push(l, e));
+                    }
+                    let at = pool.intern(&list.links, &list.ends);
+                    pool.scratch = list;
+                    at
+                }
+            };
+        }
+        match at[wi as usize] {
             AT_DST => {
                 self.hops_to_dst_nics(u, hops);
                 Found::InBuffer
