@@ -74,9 +74,9 @@ impl Endpoint {
         }
         // The NIC's links: back to this GPU and one switch port, nothing else.
         let out = graph.targets(nic.node);
-        let ports: Vec<_> = out.iter().filter(|(_, t)| t.node != gpu).collect();
+        let mut ports = out.iter().filter(|(_, t)| t.node != gpu);
         let back = out.iter().filter(|(_, t)| t.node == gpu).count();
-        let ([&(port, sw)], 1) = (ports.as_slice(), back) else {
+        let (Some(&(port, sw)), None, 1) = (ports.next(), ports.next(), back) else {
             return e;
         };
         if sw.sw == NOT_A_SWITCH || nic.latency == u32::MAX || sw.latency == u32::MAX {
