@@ -81,12 +81,14 @@ impl Route {
         links
     }
 
-    /// Appends [`Self::incidence`] to `out`.
-    pub fn append_to(&self, out: &mut Vec<(LinkId, f64)>) {
+    /// Appends [`Self::incidence`] to `out`; returns the latency (what
+    /// [`RoutingPolicy::route_into`] returns).
+    pub fn append_to(&self, out: &mut Vec<(LinkId, f64)>) -> Nanos {
         match self {
             Route::Path { links, .. } => out.extend(links.iter().map(|&l| (l, 1.0))),
             Route::Spread { links, .. } => out.extend_from_slice(links),
         }
+        self.latency()
     }
 
     /// Propagation latency (for a spread, of its slowest path).
@@ -133,9 +135,7 @@ pub trait RoutingPolicy {
         key: &FlowKey,
         out: &mut Vec<(LinkId, f64)>,
     ) -> Result<Nanos, RouteError> {
-        let route = self.route(paths, state, key)?;
-        route.append_to(out);
-        Ok(route.latency())
+        Ok(self.route(paths, state, key)?.append_to(out))
     }
 }
 
@@ -192,9 +192,7 @@ impl RoutingPolicy for HashedPolicy {
         out: &mut Vec<(LinkId, f64)>,
     ) -> Result<Nanos, RouteError> {
         if self.policy == Policy::Spray {
-            let route = paths.spread(state, key.src, key.dst)?;
-            route.append_to(out);
-            return Ok(route.latency());
+            return Ok(paths.spread(state, key.src, key.dst)?.append_to(out));
         }
         let mut choose = self.chooser(paths, key);
         paths.walk_planned_into(
@@ -289,8 +287,7 @@ impl<'t> Router<'t> {
         out: &mut Vec<(LinkId, f64)>,
     ) -> Result<Nanos, RouteError> {
         if let Some(route) = self.nvlink_route(state, key)? {
-            route.append_to(out);
-            return Ok(route.latency());
+            return Ok(route.append_to(out));
         }
         self.policy.route_into(&mut self.paths, state, key, out)
     }
