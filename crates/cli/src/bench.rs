@@ -7,7 +7,7 @@ use clap::Args;
 use fabricsim_collectives::bench::{run_size, sweep_sizes, Bench, Row};
 use fabricsim_collectives::placement::{place, Placement};
 use fabricsim_collectives::{
-    Algorithm, Collective, Fidelity, Protocol, QpMode, Ranks, Transport, DEFAULT_CHUNK,
+    Algorithm, Collective, Fidelity, Generation, Protocol, QpMode, Ranks, Transport, DEFAULT_CHUNK,
 };
 use fabricsim_routing::cables_named;
 use fabricsim_te::Routing;
@@ -38,6 +38,10 @@ pub struct BenchArgs {
     /// LL, LL128 or Simple; chosen by NCCL's cost model when absent.
     #[arg(long)]
     proto: Option<String>,
+    /// The GPUs' generation (A100, H100, H200, B200): their NVLink, NVLS and protocol figures.
+    /// The fabric's NVLink line rate is the preset's `nvlink_bandwidth`.
+    #[arg(long, default_value = "H100")]
+    gpu: String,
     /// Channels (rings, trees) the collective is split over.
     #[arg(long, default_value_t = 16)]
     channels: u32,
@@ -153,6 +157,8 @@ fn setup(args: &BenchArgs) -> Result<Setup, Failure> {
             Some(Protocol::parse(p).ok_or_else(|| bad("proto", p, "one of LL, LL128, Simple"))?)
         }
     };
+    let gpu = Generation::parse(&args.gpu)
+        .ok_or_else(|| bad("gpu", &args.gpu, "one of A100, H100, H200, B200"))?;
     let fidelity = Fidelity::parse(&args.fidelity)
         .ok_or_else(|| bad("fidelity", &args.fidelity, "step or pipelined"))?;
     let qp_mode = QpMode::parse(&args.qp_mode)
@@ -227,6 +233,7 @@ fn setup(args: &BenchArgs) -> Result<Setup, Failure> {
             qps: args.qps,
             qp_mode,
             seed: args.routing.seed,
+            gpu,
         },
         routing: policies[0],
         hash: args.routing.hash(),
@@ -282,9 +289,10 @@ fn header(args: &BenchArgs, s: &Setup) -> String {
         s.policies[0].name()
     };
     let mut h = format!(
-        "# fabricsim bench: {} on {} GPUs ({} hosts, {} placement) of {}\n# routing {routing}, {} QP(s) per connection ({}), {} channels, {} fidelity, flow engine\n",
+        "# fabricsim bench: {} on {} {} GPUs ({} hosts, {} placement) of {}\n# routing {routing}, {} QP(s) per connection ({}), {} channels, {} fidelity, flow engine\n",
         s.bench.op.name(),
         s.ranks.len(),
+        s.bench.transport.gpu.name(),
         s.ranks.hosts().len(),
         s.placement.name(),
         s.topo.name(),

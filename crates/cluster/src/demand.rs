@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 
 use fabricsim_collectives::bench::network_traffic;
-use fabricsim_collectives::{plan, Collective, Ranks, Request};
+use fabricsim_collectives::{plan, Collective, Platform, Ranks, Request};
 use fabricsim_topology::{NodeId, Topology};
 use fabricsim_workload::OpKind;
 
@@ -56,7 +56,9 @@ pub fn job_traffic(topo: &Topology, job: &JobSpec) -> Result<Vec<(NodeId, NodeId
             }
         }
         for ((op, bytes), count) in issued {
-            let (algorithm, _, closed) = choice(topo, &ranks, &job.comm, op, bytes);
+            // No network to route on here: the tuner weighs path latency as zero.
+            let platform = Platform::of(topo, &ranks, job.generation());
+            let (algorithm, _, closed) = choice(&platform, &ranks, &job.comm, op, bytes);
             if closed.is_some() {
                 continue;
             }

@@ -1,7 +1,7 @@
 //! A job: a workload bound to GPUs, with the GPU model its kernels run at and how its
 //! collectives are carried out.
 
-use fabricsim_collectives::{Algorithm, Fidelity, Protocol, QpMode, DEFAULT_CHUNK};
+use fabricsim_collectives::{Algorithm, Fidelity, Generation, Protocol, QpMode, DEFAULT_CHUNK};
 use fabricsim_topology::NodeId;
 use fabricsim_workload::{ComputeModel, Workload};
 
@@ -48,4 +48,12 @@ pub struct JobSpec {
     pub gpus: Vec<NodeId>,
     pub compute: ComputeModel,
     pub comm: CommConfig,
+}
+
+impl JobSpec {
+    /// The generation of the job's GPUs, which sets its transports' efficiencies (an unknown
+    /// GPU model is taken as an H100, the presets' host).
+    pub fn generation(&self) -> Generation {
+        Generation::parse(self.compute.gpu.name).unwrap_or(Generation::H100)
+    }
 }

@@ -24,10 +24,12 @@ use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, VecDeque};
 use std::sync::Arc;
 
-use fabricsim_collectives::tuner::{choose, predict, Bandwidths};
+use fabricsim_collectives::hardware::link_efficiency;
+use fabricsim_collectives::tuner::{predict, settle};
 use fabricsim_collectives::{
     plan, Collective, ExecError, Execution, Ranks, Request, Schedule, Transport,
 };
+use fabricsim_collectives::{Generation, Platform};
 use fabricsim_netsim::{Engine, FlowEngine, FlowId, Network, NetworkError};
 use fabricsim_routing::key::mix;
 use fabricsim_routing::FlowKey;
@@ -194,28 +196,35 @@ pub(crate) type Choice = (
     Option<u64>,
 );
 
-/// What NCCL's tuner picks for `op` of `bytes` on `ranks`, within the job's settings.
+/// What NCCL's tuner picks for `op` of `bytes` on `ranks` (on `platform`), within the job's
+/// settings, and the closed-form time inside one host.
 pub(crate) fn choice(
-    topo: &Topology,
+    platform: &Platform,
     ranks: &Ranks,
     comm: &CommConfig,
     op: Collective,
     bytes: u64,
 ) -> Choice {
-    let bw = Bandwidths::of(topo, ranks);
-    let (best, all) = choose(op, bytes, ranks, bw);
-    let algorithm = comm
-        .algorithm
-        .filter(|a| a.supports(op))
-        .unwrap_or(best.algorithm);
-    let protocol = comm.protocol.unwrap_or_else(|| {
-        all.iter()
-            .filter(|c| c.algorithm == algorithm)
-            .min_by(|x, y| x.predicted_us.total_cmp(&y.predicted_us))
-            .map_or(best.protocol, |c| c.protocol)
-    });
+    let req = Request {
+        op,
+        bytes,
+        ranks,
+        algorithm: fabricsim_collectives::Algorithm::Ring,
+        channels: comm.channels,
+        chunk: comm.chunk,
+        fidelity: comm.fidelity,
+        sizes: None,
+    };
+    let (algorithm, protocol) = settle(
+        &req,
+        platform,
+        comm.algorithm.filter(|a| a.supports(op)),
+        comm.protocol,
+    );
     let closed = (comm.host_closed_form && ranks.hosts().len() == 1)
-        .then(|| (predict(op, bytes, ranks, bw, algorithm, protocol) * 1e3).round() as u64);
+        .then(|| predict(&Request { algorithm, ..req }, platform, protocol).ok())
+        .flatten()
+        .map(|us| (us * 1e3).round() as u64);
     (algorithm, protocol, closed)
 }
 
@@ -385,6 +394,10 @@ impl<'t> Orchestrator<'t> {
     pub fn new(mut net: Network<'t, FlowEngine>, jobs: Vec<JobSpec>, options: RunOptions) -> Self {
         // A job's collectives and transfers reuse the same connections all iteration long.
         net.memoize_routes();
+        // Links carry payload at their transports' efficiencies, those of the first job's GPUs
+        // (jobs of different generations on one fabric share its NVLink figures).
+        let gpu = jobs.first().map_or(Generation::H100, JobSpec::generation);
+        net.set_link_efficiency(link_efficiency(net.topology(), gpu));
         let topo = net.topology();
         let jobs = jobs
             .into_iter()
@@ -923,7 +936,14 @@ impl<'t> Orchestrator<'t> {
         let (algorithm, protocol, closed_ns) = match cached {
             Some(c) => c,
             None => {
-                let c = choice(topo, ranks, &comm, op, bytes);
+                let gpu = self.jobs[j as usize].spec.generation();
+                let platform = Platform::of(topo, ranks, gpu)
+                    .with_network_path(&mut self.net, ranks)
+                    .map_err(|e| RunError::Exec {
+                        job: self.job_err(j),
+                        error: e.into(),
+                    })?;
+                let c = choice(&platform, ranks, &comm, op, bytes);
                 self.jobs[j as usize].groups[g as usize].memo[memo].choice = Some(c);
                 c
             }
@@ -958,6 +978,7 @@ impl<'t> Orchestrator<'t> {
             qps: comm.qps,
             qp_mode: comm.qp_mode,
             seed,
+            gpu: self.jobs[j as usize].spec.generation(),
         };
         self.instances[i as usize].exec =
             Some(Execution::new(topo, sched, &req, transport, Nanos(t)));

@@ -6,7 +6,7 @@ use fabricsim_cluster::placement::{place, Placement};
 use fabricsim_cluster::{CommConfig, JobReport, JobSpec, Orchestrator, RunError, RunOptions};
 use fabricsim_collectives::bench::{run_size, Bench, Routing};
 use fabricsim_collectives::{
-    Collective, Fidelity, Protocol, QpMode, Ranks, Transport, DEFAULT_CHUNK,
+    Collective, Fidelity, Generation, Protocol, QpMode, Ranks, Transport, DEFAULT_CHUNK,
 };
 use fabricsim_netsim::{FlowEngine, Network};
 use fabricsim_routing::{HashConfig, Policy, Router};
@@ -88,6 +88,7 @@ fn collective_only_traces_agree_with_bench() {
                 qps: 1,
                 qp_mode: QpMode::Split,
                 seed: 0,
+                gpu: Generation::H100,
             },
             routing: Routing::Hashed(Policy::Ecmp),
             hash: HashConfig::default(),

@@ -6,10 +6,15 @@
 //! elements, and for operations that give every rank one piece, to whole elements per rank.
 //! `algbw = size / time`, `busbw = algbw × factor` ([`Collective::busbw_factor`]).
 //!
-//! Utilization: bytes a link carried over the simulated span, over its capacity. The figures are
-//! those of the busiest group of inter-switch links (by direction between tiers, such as
-//! `rtsw->ctsw`), counting the links on some equal-cost path of the collective's network pairs;
-//! when no pair crosses a switch, of the NIC links.
+//! Every link runs at its transport's efficiency ([`crate::hardware`]) for the bench's GPU
+//! generation.
+//!
+//! Utilization: payload bytes a link carried over the simulated span, over its line rate (so a
+//! saturated link shows its transport's efficiency: 0.824 for H100 NVLink, 0.980 for RoCE).
+//! The figures are those of the busiest group of inter-switch links (by direction between
+//! tiers, such as `rtsw->ctsw`), counting the links on some equal-cost path of the collective's
+//! network pairs; when no pair crosses a switch, of the NIC links; inside one host, of the
+//! ranks' NVLink ports.
 
 use fabricsim_netsim::{Engine, FlowEngine, Network};
 use fabricsim_routing::balance::{group_loads, links_in_scope};
@@ -18,15 +23,17 @@ use fabricsim_routing::{HashConfig, LinkCondition, LinkState, RouteError, Router
 use fabricsim_te::{Instance, InstanceError, PathTable, SolveError, TePolicy, TrafficMatrix};
 
 pub use fabricsim_te::Routing;
-use fabricsim_topology::{LinkId, NodeId, Topology};
+use fabricsim_topology::{LinkId, NodeId, NodeKind, Topology};
 
 use crate::algo::{plan, Algorithm, Fidelity, Request};
 use crate::exec::{run, ExecError, Transport};
+use crate::hardware::link_efficiency;
 use crate::layout::Ranks;
+use crate::model::Platform;
 use crate::op::Collective;
 use crate::protocol::Protocol;
 use crate::schedule::{Path, Schedule};
-use crate::tuner::{choose, Bandwidths};
+use crate::tuner::settle;
 use crate::PlanError;
 
 /// Bytes per element of the benchmark's data type (`float`).
@@ -68,6 +75,7 @@ impl Bench {
                 qps: 1,
                 qp_mode: crate::exec::QpMode::Split,
                 seed: 0,
+                gpu: crate::Generation::H100,
             },
             routing: Routing::Hashed(fabricsim_routing::Policy::Ecmp),
             hash: HashConfig::default(),
@@ -188,39 +196,34 @@ impl Planned {
     }
 }
 
-/// Rounds `size`, chooses the algorithm and protocol the bench leaves open, and plans.
+/// Rounds `size`, chooses the algorithm and protocol the bench leaves open (the tuner, on
+/// `platform`), and plans.
 fn plan_size(
-    topo: &Topology,
     ranks: &Ranks,
     bench: &Bench,
     size: u64,
+    platform: &Platform,
 ) -> Result<Planned, BenchError> {
     let op = bench.op;
     let size = round_size(op, size, ranks.len());
-    let (algorithm, protocol, tuned) = match (bench.algorithm, bench.protocol) {
-        (Some(a), Some(p)) => (a, p, false),
-        (a, p) => {
-            let (best, all) = choose(op, size, ranks, Bandwidths::of(topo, ranks));
-            let algorithm = a.unwrap_or(best.algorithm);
-            let protocol = p.unwrap_or_else(|| {
-                all.iter()
-                    .filter(|c| c.algorithm == algorithm)
-                    .min_by(|x, y| x.predicted_us.total_cmp(&y.predicted_us))
-                    .map_or(best.protocol, |c| c.protocol)
-            });
-            (algorithm, protocol, true)
-        }
-    };
     let sizes = (op == Collective::AllToAllV)
         .then(|| alltoallv_sizes(size, ranks.len(), bench.transport.seed));
     let mut planned = Planned {
         size,
-        algorithm,
-        protocol,
-        tuned,
+        algorithm: Algorithm::Ring,
+        protocol: Protocol::Simple,
+        tuned: bench.algorithm.is_none() || bench.protocol.is_none(),
         sizes,
         sched: Schedule::default(),
     };
+    let (algorithm, protocol) = settle(
+        &planned.request(bench, ranks),
+        platform,
+        bench.algorithm,
+        bench.protocol,
+    );
+    planned.algorithm = algorithm;
+    planned.protocol = protocol;
     planned.sched = plan(&planned.request(bench, ranks))?;
     Ok(planned)
 }
@@ -233,40 +236,35 @@ pub fn traffic(
     bench: &Bench,
     size: u64,
 ) -> Result<Vec<(NodeId, NodeId, u64)>, BenchError> {
+    let platform = Platform::of(topo, ranks, bench.transport.gpu);
     Ok(network_traffic(
         ranks,
-        &plan_size(topo, ranks, bench, size)?.sched,
+        &plan_size(ranks, bench, size, &platform)?.sched,
     ))
 }
 
-/// The router of a run: the hashed policy, or TE's table solved for `sched`'s traffic.
-fn router_for<'t>(
+/// TE's path table solved for `sched`'s traffic, over the link state with the bench's `down`
+/// cables down.
+fn te_policy<'t>(
     topo: &'t Topology,
     ranks: &Ranks,
     bench: &Bench,
+    solver: fabricsim_te::Solver,
     sched: &Schedule,
-) -> Result<Router<'t>, BenchError> {
-    match bench.routing {
-        Routing::Hashed(policy) => Ok(Router::new(topo, policy, bench.hash)),
-        Routing::Te(solver) => {
-            let mut state = LinkState::new(topo);
-            for &l in &bench.down {
-                state.set_cable(l, LinkCondition::Down);
-            }
-            let tm = TrafficMatrix::from_bytes(topo, network_traffic(ranks, sched));
-            let table = if tm.demands.is_empty() {
-                PathTable::default()
-            } else {
-                let inst = Instance::new(topo, &state, &tm)?;
-                let sol = fabricsim_te::solve(&inst, solver, &Default::default())?;
-                PathTable::new(&inst, &sol)
-            };
-            Ok(Router::with_policy(
-                topo,
-                Box::new(TePolicy::new(table, bench.hash)),
-            ))
-        }
+) -> Result<TePolicy, BenchError> {
+    let mut state = LinkState::new(topo);
+    for &l in &bench.down {
+        state.set_cable(l, LinkCondition::Down);
     }
+    let tm = TrafficMatrix::from_bytes(topo, network_traffic(ranks, sched));
+    let table = if tm.demands.is_empty() {
+        PathTable::default()
+    } else {
+        let inst = Instance::new(topo, &state, &tm)?;
+        let sol = fabricsim_te::solve(&inst, solver, &Default::default())?;
+        PathTable::new(&inst, &sol)
+    };
+    Ok(TePolicy::new(table, bench.hash))
 }
 
 /// Benchmarks one size.
@@ -277,7 +275,25 @@ pub fn run_size(
     size: u64,
 ) -> Result<Row, BenchError> {
     let op = bench.op;
-    let planned = plan_size(topo, ranks, bench, size)?;
+    // The tuner's network path latency is routed under ECMP (TE's table needs the plan first;
+    // both take shortest paths).
+    let policy = match bench.routing {
+        Routing::Hashed(policy) => policy,
+        Routing::Te(_) => fabricsim_routing::Policy::Ecmp,
+    };
+    let mut net = Network::new(
+        topo,
+        Router::new(topo, policy, bench.hash),
+        FlowEngine::new(topo),
+    );
+    net.set_link_efficiency(link_efficiency(topo, bench.transport.gpu));
+    for &l in &bench.down {
+        net.set_cable(l, LinkCondition::Down);
+    }
+    let platform = Platform::of(topo, ranks, bench.transport.gpu)
+        .with_network_path(&mut net, ranks)
+        .map_err(ExecError::from)?;
+    let planned = plan_size(ranks, bench, size, &platform)?;
     let (size, algorithm, protocol, tuned) = (
         planned.size,
         planned.algorithm,
@@ -286,13 +302,8 @@ pub fn run_size(
     );
     let sched = &planned.sched;
     let req = planned.request(bench, ranks);
-    let mut net = Network::new(
-        topo,
-        router_for(topo, ranks, bench, sched)?,
-        FlowEngine::new(topo),
-    );
-    for &l in &bench.down {
-        net.set_cable(l, LinkCondition::Down);
+    if let Routing::Te(solver) = bench.routing {
+        net.set_policy(Box::new(te_policy(topo, ranks, bench, solver, sched)?));
     }
     let outcome = run(
         &mut net,
@@ -382,7 +393,15 @@ fn busiest(
         .map(|(s, d, _)| (s, d))
         .collect();
     if pairs.is_empty() {
-        return Ok(("nvlink".to_string(), 0.0, 0.0));
+        // Inside one host: the ranks' NVLink ports, both directions.
+        let ports: Vec<f64> = (0..ranks.len() as u32)
+            .flat_map(|r| topo.out_links(ranks.gpu(r)).iter().copied())
+            .filter(|&l| topo.kind(topo.link(l).dst) == NodeKind::NvSwitch)
+            .flat_map(|l| [util[l.index()], util[l.reverse().index()]])
+            .collect();
+        let max = ports.iter().copied().fold(0.0, f64::max);
+        let mean = ports.iter().sum::<f64>() / ports.len().max(1) as f64;
+        return Ok(("nvlink".to_string(), max, mean));
     }
     let scope = links_in_scope(topo, state, &pairs)?;
     let groups = group_loads(topo, util, &scope);

@@ -29,10 +29,11 @@ use fabricsim_routing::FlowKey;
 use fabricsim_topology::{LinkId, Nanos, NodeId, NodeKind, Topology};
 
 use crate::algo::{Fidelity, Request};
+use crate::hardware::Generation;
 use crate::layout::Ranks;
+use crate::model::{Costing, Platform};
 use crate::protocol::{HopKind, Protocol};
 use crate::schedule::{Path, Schedule, Transfer, NONE};
-use crate::tuner::Bandwidths;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum QpMode {
@@ -63,6 +64,8 @@ pub struct Transport {
     pub qp_mode: QpMode,
     /// Seeds the connections' UDP source ports.
     pub seed: u64,
+    /// The GPUs' generation: their transports' efficiencies and NCCL's protocol caps.
+    pub gpu: Generation,
 }
 
 /// What a run took.
@@ -108,12 +111,9 @@ struct Groups {
     members: Vec<Vec<u32>>,
     waiting: Vec<u32>,
     followers: Vec<Vec<u32>>,
-    step_latency: Vec<u64>,
-    mean_hop: Vec<u64>,
-    /// Per group: the mean time one chunk takes on an edge at its path's line rate (NVLink
-    /// or the GPU's network rate), the unit of the pipeline fill.
-    chunk_time: Vec<f64>,
-    line: Bandwidths,
+    /// Per group, once submitted: whether an edge crosses the network, and its pipeline fill.
+    crosses: Vec<bool>,
+    fill: Vec<u64>,
     finished: usize,
 }
 
@@ -127,7 +127,8 @@ pub struct Execution {
     sched: Arc<Schedule>,
     ranks: Ranks,
     transport: Transport,
-    tree_like: bool,
+    costing: Costing,
+    platform: Platform,
     queue: BinaryHeap<Reverse<(u64, u8, u32)>>,
     /// Per transfer or group: its latency, known once submitted.
     latency: Vec<u64>,
@@ -149,9 +150,7 @@ impl Execution {
     ) -> Execution {
         let state = match req.fidelity {
             Fidelity::Step => State::Steps(Steps::new(&sched, transport.qp_mode)),
-            Fidelity::Pipelined => {
-                State::Groups(Groups::new(&sched, Bandwidths::of(topo, req.ranks)))
-            }
+            Fidelity::Pipelined => State::Groups(Groups::new(&sched)),
         };
         let n = match &state {
             State::Steps(_) => sched.transfers.len(),
@@ -161,7 +160,14 @@ impl Execution {
             sched,
             ranks: req.ranks.clone(),
             transport,
-            tree_like: req.algorithm.tree_like(),
+            costing: Costing::new(
+                req.algorithm,
+                transport.protocol,
+                req.ranks,
+                req.channels,
+                transport.gpu,
+            ),
+            platform: Platform::of(topo, req.ranks, transport.gpu),
             queue: BinaryHeap::new(),
             latency: vec![0; n],
             state,
@@ -208,7 +214,7 @@ impl Execution {
         let base = if self.sched.transfers.is_empty() {
             0
         } else {
-            self.transport.protocol.base_latency(self.tree_like).0
+            self.costing.base_latency().0
         };
         Outcome {
             time: Nanos(self.end - self.start + base),
@@ -253,16 +259,22 @@ impl Execution {
             }
             State::Groups(g) => {
                 let i = owner as usize;
-                let group = &self.sched.groups[i];
-                let fill = (f64::from(group.fill) * g.chunk_time[i]).round() as u64;
-                let per_step = if group.lockstep {
-                    g.step_latency[i] + self.latency[i]
+                // The bundle's latency is its slowest strand's: the network path when an edge
+                // crosses the network, else the NVLink path.
+                let path = Nanos(self.latency[i]);
+                let (nvlink, network) = if g.crosses[i] {
+                    (self.platform.nvlink_path, path)
                 } else {
-                    g.mean_hop[i]
+                    (path, Nanos(0))
                 };
-                let extra = u64::from(group.steps) * per_step;
+                let extra = self.costing.group_latency(
+                    &self.sched.groups[i],
+                    g.crosses[i],
+                    nvlink,
+                    network,
+                );
                 self.queue
-                    .push(Reverse((at + extra + fill, GROUP_DONE, owner)));
+                    .push(Reverse((at + extra.0 + g.fill[i], GROUP_DONE, owner)));
             }
         }
     }
@@ -338,6 +350,11 @@ impl Execution {
                 Self::nvswitch_port(topo, self.ranks.gpu(t.dst))?.reverse(),
             )],
         };
+        // In-switch reduction and multicast sustain NCCL's NVLS efficiency of the port.
+        let weight = match t.path {
+            Path::NvlsUp | Path::NvlsDown => weight * self.costing.nvls_weight,
+            _ => weight,
+        };
         Ok(Strand { legs, weight })
     }
 
@@ -358,21 +375,19 @@ impl Execution {
         owner: u32,
         submitted: &mut Vec<(FlowId, u32)>,
     ) -> Result<u64, ExecError> {
-        let (id, latency) = net.submit_bundle(strands, bytes, None)?;
+        let cap = self
+            .costing
+            .group_cap
+            .map(|c| fabricsim_topology::Bandwidth(c.round() as u64));
+        let (id, latency) = net.submit_bundle(strands, bytes, cap)?;
         submitted.push((id, owner));
         self.flows += 1;
         Ok(latency.0)
     }
 
-    /// Schedules `t`'s submission: after the protocol's per-step latency if it opens a step.
+    /// Schedules `t`'s submission.
     fn ready(&mut self, t: u32, at: u64) {
-        let tr = &self.sched.transfers[t as usize];
-        let delay = if tr.step_start {
-            self.transport.protocol.step_latency(self.hop(tr)).0
-        } else {
-            0
-        };
-        self.queue.push(Reverse((at + delay, SUBMIT, t)));
+        self.queue.push(Reverse((at, SUBMIT, t)));
     }
 
     fn submit_transfer<E: Engine>(
@@ -385,7 +400,7 @@ impl Execution {
             unreachable!("step submissions only in step fidelity")
         };
         let tr = self.sched.transfers[t as usize];
-        let wire = self.transport.protocol.wire_bytes(tr.bytes);
+        let wire = self.costing.wire(tr.bytes);
         let qps = self.qps_for(&tr);
         let parts: Vec<(u32, u64)> = match self.transport.qp_mode {
             QpMode::Split => crate::schedule::split(wire, qps)
@@ -405,7 +420,15 @@ impl Execution {
         if let State::Steps(s) = &mut self.state {
             s.flows_left[t as usize] = count;
         }
-        self.latency[t as usize] = latency;
+        // A transfer that opens an algorithm step arrives the protocol's per-step latency after
+        // its path's: NCCL's step latency is the handshake of a step, paid once per chunk on
+        // the critical path, while the connection goes on streaming.
+        let step = if tr.step_start {
+            self.costing.step_latency(self.hop(&tr)).0
+        } else {
+            0
+        };
+        self.latency[t as usize] = latency + step;
         Ok(())
     }
 
@@ -438,24 +461,15 @@ impl Execution {
             unreachable!("group submissions only in pipelined fidelity")
         };
         let edges = g.members[i as usize].clone();
-        let line = g.line;
         let wire: Vec<u64> = edges
             .iter()
-            .map(|&t| {
-                self.transport
-                    .protocol
-                    .wire_bytes(self.sched.transfers[t as usize].bytes)
-            })
+            .map(|&t| self.costing.wire(self.sched.transfers[t as usize].bytes))
             .collect();
         let most = wire.iter().copied().max().unwrap_or(0);
         let mut strands = Vec::new();
-        let (mut alpha, mut hop_sum) = (0, 0);
-        let lockstep = self.sched.groups[i as usize].lockstep;
         let topo = net.topology();
         for (&t, &w) in edges.iter().zip(&wire) {
             let tr = self.sched.transfers[t as usize];
-            let step = self.transport.protocol.step_latency(self.hop(&tr)).0;
-            alpha = alpha.max(step);
             let qps = self.qps_for(&tr);
             let share = if most > 0 {
                 w as f64 / most as f64
@@ -465,30 +479,22 @@ impl Execution {
             for q in 0..qps {
                 strands.push(self.strand(topo, &tr, q, share / f64::from(qps))?);
             }
-            if !lockstep {
-                let path = net.strand_latency(&strands[strands.len() - 1])?;
-                hop_sum += step + path.0;
-            }
         }
-        let chunks = f64::from(self.sched.groups[i as usize].chunks.max(1));
-        let chunk_time = edges
+        let hops: Vec<HopKind> = edges
             .iter()
-            .zip(&wire)
-            .map(|(&t, &w)| {
-                let rate = match self.hop(&self.sched.transfers[t as usize]) {
-                    HopKind::NvLink => line.nvlink,
-                    HopKind::Network => line.network,
-                };
-                w as f64 / chunks / rate.max(1.0) * 1e9
-            })
-            .sum::<f64>()
-            / edges.len().max(1) as f64;
+            .map(|&t| self.hop(&self.sched.transfers[t as usize]))
+            .collect();
+        let crosses = hops.contains(&HopKind::Network);
+        let fill = self.costing.fill_time(
+            &self.sched.groups[i as usize],
+            wire.iter().copied().zip(hops.iter().copied()),
+            &self.platform,
+        );
         let latency = self.submit(net, strands, most, i, submitted)?;
         self.latency[i as usize] = latency;
         if let State::Groups(g) = &mut self.state {
-            g.mean_hop[i as usize] = hop_sum / edges.len().max(1) as u64;
-            g.chunk_time[i as usize] = chunk_time;
-            g.step_latency[i as usize] = alpha;
+            g.crosses[i as usize] = crosses;
+            g.fill[i as usize] = fill.0;
         }
         Ok(())
     }
@@ -558,7 +564,7 @@ impl Steps {
 }
 
 impl Groups {
-    fn new(sched: &Schedule, line: Bandwidths) -> Groups {
+    fn new(sched: &Schedule) -> Groups {
         let g = sched.groups.len();
         let mut members: Vec<Vec<u32>> = vec![Vec::new(); g];
         for (i, t) in sched.transfers.iter().enumerate() {
@@ -575,10 +581,8 @@ impl Groups {
             members,
             waiting,
             followers,
-            step_latency: vec![0; g],
-            mean_hop: vec![0; g],
-            chunk_time: vec![0.0; g],
-            line,
+            crosses: vec![false; g],
+            fill: vec![0; g],
             finished: 0,
         }
     }

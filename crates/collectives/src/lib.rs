@@ -14,7 +14,9 @@
 pub mod algo;
 pub mod bench;
 pub mod exec;
+pub mod hardware;
 pub mod layout;
+pub mod model;
 pub mod op;
 pub mod placement;
 pub mod protocol;
@@ -23,7 +25,9 @@ pub mod tuner;
 
 pub use algo::{plan, Algorithm, Fidelity, Request, DEFAULT_CHUNK};
 pub use exec::{ExecError, Execution, Outcome, QpMode, Transport};
+pub use hardware::Generation;
 pub use layout::Ranks;
+pub use model::Platform;
 pub use op::Collective;
 pub use protocol::Protocol;
 pub use schedule::Schedule;

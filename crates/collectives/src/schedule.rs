@@ -4,12 +4,13 @@
 //! Under **step** fidelity every transfer is a flow. It starts when every transfer it depends
 //! on has *arrived* (its last byte delivered) and, if it has one, when the previous transfer on
 //! its connection has *left* its sender (a sender streams chunks back to back); a transfer that
-//! opens an algorithm step first waits the protocol's per-step latency.
+//! opens an algorithm step arrives the protocol's per-step latency after its last byte lands.
 //!
 //! Under **pipelined** fidelity a generator emits one transfer per edge of a group carrying all
 //! the edge's bytes; the group runs as one variable (every edge at the same rate, the pace of the
 //! slowest) once the groups it comes after are done, and is done `steps` per-step latencies
-//! plus the pipeline fill after its bytes drain (see [`Group`]).
+//! plus the pipeline fill after its bytes drain (see [`Group`]). Either way, a group's edges
+//! form one NCCL channel of the algorithm (or one phase of it).
 
 use crate::layout::Ranks;
 
@@ -47,16 +48,18 @@ pub struct Transfer {
 /// A set of transfers that pipelined fidelity runs as one variable.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Group {
-    /// Sequential algorithm steps on the group's critical path. In `lockstep` (every edge
-    /// moves one step at a time: rings, exchanges) each costs the protocol's per-step latency
-    /// plus the path latency of the group's slowest edge; otherwise (chunks streaming along a
-    /// chain or tree) a step is one hop of a chunk's journey and costs the mean over the
-    /// group's edges of per-step plus path latency.
+    /// Sequential algorithm steps on the group's critical path (a piece going round a ring, a
+    /// chunk going up and down a tree). Each costs the protocol's per-step latency and the
+    /// path latency of its hop kind, as NCCL's model charges them (`tuning.cc`): `inter_steps`
+    /// of them at the network's, the rest at NVLink's.
     pub steps: u32,
-    pub lockstep: bool,
+    /// Of `steps`, those that cross the network (ignored when no edge of the group does):
+    /// 2(h − 1) of a ring all-reduce's 2(n − 1) over h hosts, twice the host tree's height
+    /// for a tree all-reduce.
+    pub inter_steps: u32,
     /// Extra chunk times on the critical path beyond one edge's bytes (a pipeline of `d` hops
     /// fills in `d - 1` chunks); a chunk time is the mean, over the group's edges, of a chunk
-    /// (an edge's bytes over `chunks`) at the edge's line rate (NVLink, or the GPU's network
+    /// (an edge's bytes over `chunks`) at the edge's payload rate (NVLink, or the GPU's network
     /// rate).
     pub fill: u32,
     pub chunks: u32,

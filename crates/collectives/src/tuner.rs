@@ -1,19 +1,25 @@
-//! Choosing an algorithm and protocol as NCCL's tuner does: for each candidate, a predicted time
-//! = base latency + steps × per-step latency + bus bytes / (bus bandwidth × derating), and the
-//! fastest wins (REFERENCE.md §4, NVIDIA/nccl `src/graph/tuning.cc`). The prediction is the
-//! cost model's, not the simulator's: the simulation then runs the chosen pair on the fabric.
+//! Choosing an algorithm and protocol as NCCL's tuner does (NVIDIA/nccl `src/graph/tuning.cc`):
+//! for each candidate a predicted time, and the fastest wins.
 //!
-//! Bandwidths come from the fabric: NVLink per GPU (GPU → NVSwitch link) and the network per GPU
-//! (the slower of PCIe and the NIC's uplink). A multi-host ring or tree moves a host's traffic
-//! over all its ranks' NICs. Derating as NCCL: LL halves bandwidth, LL128 × 0.92, tree
-//! all-reduce × 0.92, NVLS × 0.85 (Hopper).
+//! The prediction runs on the figures the simulation runs on ([`crate::model`]): the candidate
+//! is planned (pipelined), and its time is NCCL's base latency plus, phase by phase (groups
+//! that wait on no unfinished group run together), the busiest GPU port's wire bytes over its
+//! payload rate (NVLink, PCIe, NIC; NCCL's LL cap where it binds) and the slowest group's step
+//! latencies and pipeline fill. Where nothing in the fabric is congested this is the time the
+//! simulation gives, to within a few percent (`tests/tuner.rs` holds them to 2 %).
+//!
+//! Candidates as NCCL weighs them: ring, tree and, inside one NVSwitch domain of a generation
+//! with NVLS, NVLS for all-reduce; ring and NVLS for all-gather and reduce-scatter; ring for
+//! broadcast and reduce; NVLS runs only Simple. Point-to-point operations go direct (PXN when
+//! several ranks share a host).
 
-use fabricsim_topology::{NodeKind, Topology};
-
-use crate::algo::Algorithm;
+use crate::algo::{plan, Algorithm, Fidelity, Request};
 use crate::layout::Ranks;
+use crate::model::{Costing, Platform};
 use crate::op::Collective;
 use crate::protocol::{HopKind, Protocol};
+use crate::schedule::{Path, Schedule};
+use crate::PlanError;
 
 /// A candidate and its predicted time.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -24,53 +30,12 @@ pub struct Choice {
     pub predicted_us: f64,
 }
 
-/// Per-GPU bandwidths (bytes/s) the cost model uses.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Bandwidths {
-    pub nvlink: f64,
-    pub network: f64,
-}
-
-impl Bandwidths {
-    /// Read off the fabric at `ranks`' first GPU.
-    pub fn of(topo: &Topology, ranks: &Ranks) -> Bandwidths {
-        let gpu = ranks.gpu(0);
-        let mut nvlink = 0.0f64;
-        let mut network = f64::INFINITY;
-        for &l in topo.out_links(gpu) {
-            let link = topo.link(l);
-            match topo.kind(link.dst) {
-                NodeKind::NvSwitch => nvlink = nvlink.max(link.capacity.0 as f64),
-                NodeKind::Nic => {
-                    network = network.min(link.capacity.0 as f64);
-                    for &u in topo.out_links(link.dst) {
-                        let up = topo.link(u);
-                        if matches!(topo.kind(up.dst), NodeKind::Switch(_)) {
-                            network = network.min(up.capacity.0 as f64);
-                        }
-                    }
-                }
-                _ => {}
-            }
-        }
-        Bandwidths {
-            nvlink,
-            network: if network.is_finite() { network } else { 0.0 },
-        }
-    }
-}
-
-/// Candidates the tuner weighs for `op` (NCCL's, plus PXN for point-to-point).
-fn candidates(op: Collective, ranks: &Ranks) -> Vec<Algorithm> {
+/// Candidates the tuner weighs for `op`.
+fn candidates(op: Collective, ranks: &Ranks, platform: &Platform) -> Vec<Algorithm> {
     let one_host = ranks.hosts().len() == 1;
-    match op {
-        Collective::AllReduce if one_host => {
-            vec![Algorithm::Ring, Algorithm::Tree, Algorithm::Nvls]
-        }
+    let nvls = one_host && platform.nvlink > 0.0 && platform.gpu.nvls_efficiency().is_some();
+    let mut out = match op {
         Collective::AllReduce => vec![Algorithm::Ring, Algorithm::Tree],
-        Collective::AllGather | Collective::ReduceScatter if one_host => {
-            vec![Algorithm::Ring, Algorithm::Nvls]
-        }
         Collective::AllGather | Collective::ReduceScatter => vec![Algorithm::Ring],
         Collective::Broadcast | Collective::Reduce => vec![Algorithm::Ring],
         Collective::AllToAll | Collective::AllToAllV | Collective::SendRecv
@@ -79,83 +44,257 @@ fn candidates(op: Collective, ranks: &Ranks) -> Vec<Algorithm> {
             vec![Algorithm::Pxn]
         }
         _ => vec![Algorithm::Direct],
+    };
+    if nvls && Algorithm::Nvls.supports(op) {
+        out.push(Algorithm::Nvls);
+    }
+    out
+}
+
+/// Protocols NCCL runs `algorithm` with.
+fn protocols(algorithm: Algorithm) -> &'static [Protocol] {
+    match algorithm {
+        Algorithm::Nvls => &[Protocol::Simple],
+        _ => &Protocol::ALL,
     }
 }
 
-/// The cost model's time for one candidate, in µs.
-pub fn predict(
-    op: Collective,
-    bytes: u64,
-    ranks: &Ranks,
-    bw: Bandwidths,
-    algorithm: Algorithm,
-    protocol: Protocol,
-) -> f64 {
-    let n = ranks.len() as f64;
-    let hosts = ranks.hosts().len() as f64;
-    let k = (n / hosts).max(1.0);
-    let hop = if hosts > 1.0 {
-        HopKind::Network
-    } else {
-        HopKind::NvLink
-    };
-    let lat = protocol.step_latency(hop).0 as f64 / 1e3;
-    let nv_lat = protocol.step_latency(HopKind::NvLink).0 as f64 / 1e3;
-    let base = protocol.base_latency(algorithm.tree_like()).0 as f64 / 1e3;
-    let derate = match protocol {
-        Protocol::Ll => 0.5,
-        Protocol::Ll128 => 0.92,
-        Protocol::Simple => 1.0,
-    };
-    // Bus bandwidth of a host's traffic: NVLink inside one host, else all its NICs.
-    let bus = if hosts > 1.0 {
-        bw.nvlink.min(bw.network * k)
-    } else {
-        bw.nvlink
-    };
-    let s = bytes as f64;
-    let (steps_lat, volume, bandwidth) = match algorithm {
-        Algorithm::Ring => {
-            let steps = match op {
-                Collective::AllReduce => 2.0 * (n - 1.0),
-                _ => n - 1.0,
-            };
-            (
-                steps * lat,
-                s * op.busbw_factor(ranks.len()).max(1.0 / n),
-                bus,
-            )
+/// What a planned collective puts on each GPU port, phase by phase, independent of protocol.
+struct Loads {
+    /// Per phase: payload bytes per (rank, port), ports as in [`Port`].
+    ports: Vec<Vec<f64>>,
+    /// Per group: its phase, its largest edge (payload), whether it crosses the network, the
+    /// path latency of its slowest edge, and its edges' (payload, hop) for the fill.
+    groups: Vec<GroupLoad>,
+    phases: usize,
+}
+
+struct GroupLoad {
+    phase: usize,
+    most: u64,
+    crosses: bool,
+    path: u64,
+    edges: Vec<(u64, HopKind)>,
+}
+
+#[derive(Clone, Copy)]
+enum Port {
+    NvOut,
+    NvIn,
+    PcieOut,
+    PcieIn,
+    NicOut,
+    NicIn,
+}
+const PORTS: usize = 6;
+
+impl Loads {
+    fn of(sched: &Schedule, ranks: &Ranks, platform: &Platform, nvls_weight: f64) -> Loads {
+        let mut phase_of = vec![0usize; sched.groups.len()];
+        for (g, group) in sched.groups.iter().enumerate() {
+            phase_of[g] = group
+                .after
+                .iter()
+                .map(|&a| phase_of[a as usize] + 1)
+                .max()
+                .unwrap_or(0);
         }
-        Algorithm::Tree => {
-            let depth = hosts.log2().ceil() + (k - 1.0);
-            let passes = if op == Collective::AllReduce {
-                2.0
+        let phases = phase_of.iter().copied().max().map_or(0, |p| p + 1);
+        let mut ports = vec![vec![0.0; ranks.len() * PORTS]; phases];
+        let mut groups: Vec<GroupLoad> = phase_of
+            .iter()
+            .map(|&phase| GroupLoad {
+                phase,
+                most: 0,
+                crosses: false,
+                path: 0,
+                edges: Vec::new(),
+            })
+            .collect();
+        let (nv, net) = (platform.nvlink_path.0, platform.network_path.0);
+        for t in &sched.transfers {
+            let gl = &mut groups[t.group as usize];
+            let load = &mut ports[gl.phase];
+            let b = t.bytes as f64;
+            let mut add = |r: u32, port: Port, bytes: f64| {
+                load[r as usize * PORTS + port as usize] += bytes;
+            };
+            let (hop, path) = match t.path {
+                Path::NvlsUp => {
+                    add(t.src, Port::NvOut, b * nvls_weight);
+                    (HopKind::NvLink, nv / 2)
+                }
+                Path::NvlsDown => {
+                    add(t.dst, Port::NvIn, b * nvls_weight);
+                    (HopKind::NvLink, nv / 2)
+                }
+                Path::Direct if ranks.same_host(t.src, t.dst) => {
+                    add(t.src, Port::NvOut, b);
+                    add(t.dst, Port::NvIn, b);
+                    (HopKind::NvLink, nv)
+                }
+                Path::Direct | Path::Via(_) => {
+                    let (from, extra) = match t.path {
+                        Path::Via(p) => {
+                            add(t.src, Port::NvOut, b);
+                            add(p, Port::NvIn, b);
+                            (p, nv)
+                        }
+                        _ => (t.src, 0),
+                    };
+                    add(from, Port::PcieOut, b);
+                    add(from, Port::NicOut, b);
+                    add(t.dst, Port::NicIn, b);
+                    add(t.dst, Port::PcieIn, b);
+                    (HopKind::Network, net + extra)
+                }
+            };
+            gl.most = gl.most.max(t.bytes);
+            gl.crosses |= hop == HopKind::Network;
+            gl.path = gl.path.max(path);
+            gl.edges.push((t.bytes, hop));
+        }
+        Loads {
+            ports,
+            groups,
+            phases,
+        }
+    }
+
+    /// The predicted time, ns, under `costing`.
+    fn time(&self, sched: &Schedule, platform: &Platform, costing: &Costing) -> f64 {
+        let rate = |p: usize| match p {
+            0 | 1 => platform.nvlink,
+            2 | 3 => platform.pcie,
+            _ => platform.nic,
+        };
+        // Wire bytes per payload byte.
+        let wire = 1.0 / costing.efficiency;
+        let mut drain = vec![0.0f64; self.phases];
+        let mut tail = vec![0.0f64; self.phases];
+        for (p, load) in self.ports.iter().enumerate() {
+            for (i, &bytes) in load.iter().enumerate() {
+                if bytes > 0.0 {
+                    drain[p] = drain[p].max(bytes * wire / rate(i % PORTS).max(1.0) * 1e9);
+                }
+            }
+        }
+        for (g, gl) in self.groups.iter().enumerate() {
+            if let Some(cap) = costing.group_cap {
+                drain[gl.phase] = drain[gl.phase].max(gl.most as f64 * wire / cap * 1e9);
+            }
+            let group = &sched.groups[g];
+            let (nvlink, network) = if gl.crosses {
+                (platform.nvlink_path, fabricsim_topology::Nanos(gl.path))
             } else {
-                1.0
+                (
+                    fabricsim_topology::Nanos(gl.path),
+                    fabricsim_topology::Nanos(0),
+                )
             };
-            (passes * depth * lat, s, bus * 0.92)
+            let latency = costing.group_latency(group, gl.crosses, nvlink, network);
+            let fill = costing.fill_time(
+                group,
+                gl.edges.iter().map(|&(b, hop)| (costing.wire(b), hop)),
+                platform,
+            );
+            tail[gl.phase] = tail[gl.phase].max((latency.0 + fill.0) as f64);
         }
-        Algorithm::Nvls => (2.0 * nv_lat, s * (n + 1.0) / n, bw.nvlink * 0.85),
-        _ => (lat, s * op.busbw_factor(ranks.len()).max(1.0 / n), bus),
-    };
-    base + steps_lat + volume / (bandwidth * derate).max(1.0) * 1e6
+        let base = if sched.transfers.is_empty() {
+            0.0
+        } else {
+            costing.base_latency().0 as f64
+        };
+        base + drain.iter().sum::<f64>() + tail.iter().sum::<f64>()
+    }
 }
 
-/// The fastest candidate for `op` at `bytes`, and every candidate weighed.
-pub fn choose(op: Collective, bytes: u64, ranks: &Ranks, bw: Bandwidths) -> (Choice, Vec<Choice>) {
-    let mut all = Vec::new();
-    for algorithm in candidates(op, ranks) {
-        for protocol in Protocol::ALL {
-            all.push(Choice {
-                algorithm,
+/// The cost model's time for `req`'s algorithm under `protocol`, in µs.
+pub fn predict(
+    req: &Request<'_>,
+    platform: &Platform,
+    protocol: Protocol,
+) -> Result<f64, PlanError> {
+    let sched = plan(&Request {
+        fidelity: Fidelity::Pipelined,
+        ..*req
+    })?;
+    let costing = Costing::new(
+        req.algorithm,
+        protocol,
+        req.ranks,
+        req.channels,
+        platform.gpu,
+    );
+    let loads = Loads::of(&sched, req.ranks, platform, costing.nvls_weight);
+    Ok(loads.time(&sched, platform, &costing) / 1e3)
+}
+
+/// Every protocol of `req`'s algorithm, weighed (none if it cannot be planned on these ranks).
+pub fn weigh(req: &Request<'_>, platform: &Platform) -> Vec<Choice> {
+    let Ok(sched) = plan(&Request {
+        fidelity: Fidelity::Pipelined,
+        ..*req
+    }) else {
+        return Vec::new();
+    };
+    let nvls_weight = 1.0 / platform.gpu.nvls_efficiency().unwrap_or(1.0);
+    let loads = Loads::of(&sched, req.ranks, platform, nvls_weight);
+    protocols(req.algorithm)
+        .iter()
+        .map(|&protocol| {
+            let costing = Costing::new(
+                req.algorithm,
                 protocol,
-                predicted_us: predict(op, bytes, ranks, bw, algorithm, protocol),
-            });
-        }
-    }
-    let best = *all
+                req.ranks,
+                req.channels,
+                platform.gpu,
+            );
+            Choice {
+                algorithm: req.algorithm,
+                protocol,
+                predicted_us: loads.time(&sched, platform, &costing) / 1e3,
+            }
+        })
+        .collect()
+}
+
+/// The fastest of `choices`.
+fn fastest(choices: &[Choice]) -> Option<Choice> {
+    choices
         .iter()
         .min_by(|a, b| a.predicted_us.total_cmp(&b.predicted_us))
-        .expect("every operation has a candidate");
+        .copied()
+}
+
+/// The fastest candidate for `req`'s operation (its algorithm is ignored), and every candidate
+/// weighed. Candidates that cannot be planned on these ranks are left out; if none can, ring
+/// with Simple is returned with no prediction (infinite).
+pub fn choose(req: &Request<'_>, platform: &Platform) -> (Choice, Vec<Choice>) {
+    let mut all = Vec::new();
+    for algorithm in candidates(req.op, req.ranks, platform) {
+        all.extend(weigh(&Request { algorithm, ..*req }, platform));
+    }
+    let best = fastest(&all).unwrap_or(Choice {
+        algorithm: Algorithm::Ring,
+        protocol: Protocol::Simple,
+        predicted_us: f64::INFINITY,
+    });
     (best, all)
+}
+
+/// What runs `req`'s operation: the given algorithm and protocol, the tuner's choice for what is
+/// left open (the protocol its model prefers for a given algorithm).
+pub fn settle(
+    req: &Request<'_>,
+    platform: &Platform,
+    algorithm: Option<Algorithm>,
+    protocol: Option<Protocol>,
+) -> (Algorithm, Protocol) {
+    let algorithm = algorithm.unwrap_or_else(|| choose(req, platform).0.algorithm);
+    let protocol = protocol.unwrap_or_else(|| {
+        fastest(&weigh(&Request { algorithm, ..*req }, platform))
+            .map_or(Protocol::Simple, |c| c.protocol)
+    });
+    (algorithm, protocol)
 }

@@ -2,10 +2,11 @@
 //! the routing story of REFERENCE.md §1.
 
 use fabricsim_collectives::bench::{run_size, Bench, Row};
+use fabricsim_collectives::hardware::roce_efficiency;
 use fabricsim_collectives::placement::{place, Placement};
 use fabricsim_collectives::{
-    plan, Algorithm, Collective, Fidelity, PlanError, Protocol, QpMode, Ranks, Request, Transport,
-    DEFAULT_CHUNK,
+    plan, Algorithm, Collective, Fidelity, Generation, PlanError, Protocol, QpMode, Ranks, Request,
+    Transport, DEFAULT_CHUNK,
 };
 use fabricsim_routing::{cables_named, HashConfig, Policy};
 use fabricsim_te::{Routing, Solver};
@@ -38,6 +39,7 @@ fn bench(
             qps,
             qp_mode: QpMode::Split,
             seed: 0,
+            gpu: Generation::H100,
         },
         routing,
         hash: HashConfig::default(),
@@ -54,15 +56,22 @@ const GIB: u64 = 1 << 30;
 #[test]
 fn uncongested_ring_all_reduce_matches_the_closed_form() {
     // 16 GPUs on two hosts under one RTSW, 8 channels: each channel leaves each host through
-    // its own 400G NIC, so the bus bandwidth is 8 × 50 GB/s.
+    // its own 400G NIC, after an NVLink hop from the host's last rank to the entry GPU (PXN),
+    // so each GPU's NVLink port carries one edge of every channel.
     let topo = zone();
     let r = ranks(&topo, 16, Placement::Contiguous);
     let n = 16.0;
-    // Per step: NCCL's network step latency (Simple, 14 µs) plus the longest edge's path:
-    // NVLink to the entry GPU (2 × 25 ns), PCIe (100 ns), NIC–RTSW–NIC (2 × 500 ns), PCIe.
-    let per_step_us = 14.0 + 1.25;
-    for fidelity in [Fidelity::Pipelined, Fidelity::Step] {
-        let row = run(
+    let nvlink = 450e9 * Generation::H100.nvlink_efficiency();
+    let nic = 50e9 * roce_efficiency();
+    let edge_rate = (nvlink / 8.0).min(nic);
+    // NCCL's latency model: 2(h − 1) = 2 network steps at 14 µs plus the longest edge's path
+    // (NVLink to the entry GPU 2 × 25 ns, PCIe 100 ns, NIC–RTSW–NIC 2 × 500 ns, PCIe), the
+    // other 28 steps at NVLink's 3.4 µs (above the 3 µs proxy overhead) plus 2 × 25 ns.
+    let latency_us = 8.4 + 2.0 * (14.0 + 1.25) + 28.0 * (3.4 + 0.05);
+    let drain_us = 2.0 * (n - 1.0) / n * GIB as f64 / (8.0 * edge_rate) * 1e6;
+    let expected = latency_us + drain_us;
+    let time = |fidelity| {
+        run(
             &topo,
             &r,
             &bench(
@@ -73,18 +82,22 @@ fn uncongested_ring_all_reduce_matches_the_closed_form() {
                 fidelity,
             ),
             GIB,
-        );
-        let expected =
-            8.4 + 2.0 * (n - 1.0) * per_step_us + 2.0 * (n - 1.0) / n * GIB as f64 / 400e9 * 1e6;
-        let err = (row.time_us - expected).abs() / expected;
-        assert!(
-            err < 0.01,
-            "{fidelity:?}: {} µs vs {expected} µs",
-            row.time_us
-        );
-        // nccl-tests' bus bandwidth of a ring that runs at the NICs' rate: close to 400 GB/s.
-        assert!(row.busbw_gbps > 0.9 * 400.0 * (1.0 - 0.09), "{row:?}");
-    }
+        )
+    };
+    let pipelined = time(Fidelity::Pipelined);
+    let err = (pipelined.time_us - expected).abs() / expected;
+    assert!(err < 0.001, "{} µs vs {expected} µs", pipelined.time_us);
+    // Step fidelity drains as fast and hides up to the latency (see the next test).
+    let step = time(Fidelity::Step).time_us;
+    assert!(
+        step <= expected * 1.01 && step >= drain_us * 0.99,
+        "step {step} µs vs {expected} µs"
+    );
+    // nccl-tests' bus bandwidth: the NVLink share of eight channels, 370.8 GB/s.
+    assert!(
+        (pipelined.busbw_gbps - 8.0 * edge_rate / 1e9).abs() < 10.0,
+        "{pipelined:?}"
+    );
 }
 
 #[test]
@@ -217,6 +230,10 @@ fn every_algorithm_moves_the_bytes_its_definition_implies() {
 
 #[test]
 fn step_and_pipelined_agree_where_nothing_is_congested() {
+    // Pipelined fidelity adds each step's latency to the drain, as NCCL's model does; step
+    // fidelity pays it per chunk on the critical path while other channels' transfers go on,
+    // so it may hide up to that latency (docs/collectives.md). They agree to within the
+    // latency, which the time of a tiny collective measures, and the tolerance.
     let topo = zone();
     let r = ranks(&topo, 32, Placement::Contiguous);
     for (op, algo, tolerance) in [
@@ -228,22 +245,26 @@ fn step_and_pipelined_agree_where_nothing_is_congested() {
         (Collective::Barrier, Algorithm::Direct, 0.01),
         // Streamed chunks: the pipelined fill is modelled at line rate, not at the share of a
         // GPU's NVLink that channels leave each other (see exec.rs).
-        (Collective::AllReduce, Algorithm::Tree, 0.15),
-        (Collective::Broadcast, Algorithm::Ring, 0.15),
+        (Collective::AllReduce, Algorithm::Tree, 0.2),
+        (Collective::Broadcast, Algorithm::Ring, 0.2),
     ] {
-        let t = |f| {
+        let t = |f, size| {
             run(
                 &topo,
                 &r,
                 &bench(op, algo, Routing::Hashed(Policy::Spray), 1, f),
-                64 << 20,
+                size,
             )
             .time_us
         };
-        let (p, s) = (t(Fidelity::Pipelined), t(Fidelity::Step));
+        let (p, s) = (
+            t(Fidelity::Pipelined, 64 << 20),
+            t(Fidelity::Step, 64 << 20),
+        );
+        let latency = t(Fidelity::Pipelined, 4096);
         assert!(
-            (p - s).abs() / s < tolerance,
-            "{op:?} {algo:?}: pipelined {p} µs, step {s} µs"
+            p - s >= -tolerance * s && p - s <= latency + tolerance * s,
+            "{op:?} {algo:?}: pipelined {p} µs, step {s} µs, latency {latency} µs"
         );
     }
 }

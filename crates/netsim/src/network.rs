@@ -55,6 +55,8 @@ pub struct Network<'t, E: Engine> {
     memo: Option<RouteMemo>,
     /// The links of the flow being submitted, reused (submitting allocates nothing per flow).
     scratch: Vec<(LinkId, f64)>,
+    /// Per link, the payload fraction of its capacity its transport delivers (empty: all 1).
+    efficiency: Vec<f64>,
 }
 
 /// Routes by flow key, valid for one version of the link state: a routing policy is a function
@@ -83,6 +85,30 @@ impl<'t, E: Engine> Network<'t, E> {
             stalled: Vec::new(),
             memo: None,
             scratch: Vec::new(),
+            efficiency: Vec::new(),
+        }
+    }
+
+    /// Sets, per link, the fraction of its capacity that carries payload (its transport's
+    /// framing and protocol overheads): from now on the engine sees each link at its capacity
+    /// under the link state times its efficiency, so link bytes and rates count payload.
+    pub fn set_link_efficiency(&mut self, efficiency: Vec<f64>) {
+        debug_assert_eq!(efficiency.len(), self.topo.link_count());
+        debug_assert!(efficiency.iter().all(|&e| e > 0.0 && e <= 1.0));
+        self.efficiency = efficiency;
+        for l in 0..self.topo.link_count() {
+            let l = LinkId(l as u32);
+            let cap = self.effective_capacity(l);
+            self.engine.set_link_capacity(l, cap);
+        }
+    }
+
+    /// `l`'s capacity under the link state, times its efficiency.
+    fn effective_capacity(&self, l: LinkId) -> Bandwidth {
+        let cap = self.state.capacity(self.topo, l);
+        match self.efficiency.get(l.index()) {
+            Some(&e) if e != 1.0 => Bandwidth((cap.0 as f64 * e).round() as u64),
+            _ => cap,
         }
     }
 
@@ -256,7 +282,7 @@ impl<'t, E: Engine> Network<'t, E> {
     pub fn set_cable(&mut self, link: LinkId, condition: LinkCondition) {
         self.state.set_cable(link, condition);
         for l in [link, link.reverse()] {
-            let cap = self.state.capacity(self.topo, l);
+            let cap = self.effective_capacity(l);
             self.engine.set_link_capacity(l, cap);
         }
         self.stalled.clear();

@@ -65,7 +65,7 @@ fn pair(req: &Request<'_>, s: &mut Schedule, src: u32, dst: u32, bytes: u64, lan
     for (c, part) in split(bytes, lanes).into_iter().enumerate() {
         let group = s.add_group(Group {
             steps: 1,
-            lockstep: true,
+            inter_steps: 1,
             fill: 0,
             chunks: 1,
             after: Vec::new(),
@@ -99,7 +99,7 @@ fn barrier(req: &Request<'_>, s: &mut Schedule) {
             let (prev, prev_group) = received[i as usize];
             let group = s.add_group(Group {
                 steps: 1,
-                lockstep: true,
+                inter_steps: 1,
                 fill: 0,
                 chunks: 1,
                 after: if prev_group == NONE {

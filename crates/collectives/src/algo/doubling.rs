@@ -97,7 +97,7 @@ fn run(s: &mut Schedule, n: u32, channel: u32, steps: &[Exchange<'_>]) {
     for step in steps {
         let group = s.add_group(Group {
             steps: 1,
-            lockstep: true,
+            inter_steps: 1,
             fill: 0,
             chunks: 1,
             after: std::mem::take(&mut after),

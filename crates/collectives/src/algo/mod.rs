@@ -20,6 +20,7 @@ mod tree;
 
 use crate::layout::Ranks;
 use crate::op::Collective;
+use crate::protocol::Family;
 use crate::schedule::Schedule;
 use crate::PlanError;
 
@@ -87,9 +88,14 @@ impl Algorithm {
         }
     }
 
-    /// Whether NCCL charges the tree base latency for it.
-    pub fn tree_like(self) -> bool {
-        self == Algorithm::Tree
+    /// The rows of NCCL's latency and bandwidth tables it reads: trees, NVLS, and rings for
+    /// everything else (NCCL runs point-to-point traffic on ring connections).
+    pub fn family(self) -> Family {
+        match self {
+            Algorithm::Tree => Family::Tree,
+            Algorithm::Nvls => Family::Nvls,
+            _ => Family::Ring,
+        }
     }
 }
 

@@ -19,6 +19,8 @@ pub(super) struct Ring {
     pub order: Vec<u32>,
     pub paths: Vec<Path>,
     pub channel: u32,
+    /// Hosts the ring spans: as many of its edges cross the network when more than one.
+    pub hosts: u32,
 }
 
 impl Ring {
@@ -55,6 +57,7 @@ impl Ring {
             order,
             paths,
             channel,
+            hosts: hosts.len() as u32,
         }
     }
 
@@ -78,10 +81,11 @@ impl Ring {
 
     /// `steps` ring steps over `pieces` (one per position): at step `k` position `i` sends
     /// piece `(i - k) mod n` to position `i + 1`. Step mode: each step waits for the previous
-    /// step's arrivals at the sender (from its predecessor, and its own send); the first step
-    /// of position `i` waits for `entry[order[i]]` (by rank, [`NONE`] for nothing). Pipelined:
-    /// one transfer per edge with all its bytes, in a new group after `after`. Returns, per
-    /// rank, the last transfer it receives.
+    /// step's arrival from the sender's predecessor and for the sender's own previous send to
+    /// have left (a connection streams its steps back to back, as NCCL's `NCCL_STEPS` slots
+    /// allow); the first step of position `i` waits for `entry[order[i]]` (by rank, [`NONE`] for
+    /// nothing). Pipelined: one transfer per edge with all its bytes, in a new group after
+    /// `after`. Returns, per rank, the last transfer it receives.
     pub fn pass(
         &self,
         req: &Request<'_>,
@@ -92,9 +96,16 @@ impl Ring {
         after: Vec<u32>,
     ) -> Vec<u32> {
         let n = self.len();
+        // NCCL's count of network steps (`tuning.cc`, `nInterSteps`): 2(h − 1) of an
+        // all-reduce's 2(n − 1) steps, h − 1 of an all-gather's n − 1.
+        let inter_steps = if self.hosts > 1 && n > 1 {
+            (u64::from(steps) * u64::from(self.hosts - 1) / (n as u64 - 1)) as u32
+        } else {
+            0
+        };
         let group = s.add_group(Group {
             steps,
-            lockstep: true,
+            inter_steps,
             fill: 0,
             chunks: steps,
             after,
@@ -106,12 +117,12 @@ impl Ring {
                 let mut this = Vec::with_capacity(n);
                 for i in 0..n {
                     let piece = pieces[(i + n * k - k) % n];
-                    let deps = if k == 0 {
-                        [entry.map_or(NONE, |e| e[self.order[i] as usize]), NONE]
+                    let (deps, prev) = if k == 0 {
+                        (entry.map_or(NONE, |e| e[self.order[i] as usize]), NONE)
                     } else {
-                        [prev_step[(i + n - 1) % n], prev_step[i]]
+                        (prev_step[(i + n - 1) % n], prev_step[i])
                     };
-                    this.push(s.push(self.edge(i, piece, group, true, NONE), deps));
+                    this.push(s.push(self.edge(i, piece, group, true, prev), [deps]));
                 }
                 prev_step = this;
             }
@@ -119,13 +130,22 @@ impl Ring {
                 last[self.order[(i + 1) % n] as usize] = prev_step[i];
             }
         } else {
-            let total: u64 = pieces.iter().sum();
+            // Position i sends pieces i, i-1, …, i-steps+1 (mod n): whole turns, then the
+            // `steps mod n` pieces ending at i, summed from prefix sums.
+            let mut prefix = Vec::with_capacity(n + 1);
+            prefix.push(0u64);
+            for &p in pieces {
+                prefix.push(prefix[prefix.len() - 1] + p);
+            }
+            let total = prefix[n];
+            let turns = steps as u64 / n as u64;
+            let m = steps as usize % n;
             for i in 0..n {
-                // Pieces i, i-1, …, i-steps+1 (mod n): whole turns, then the rest.
-                let turns = steps as u64 / n as u64;
-                let rest: u64 = (0..steps as usize % n)
-                    .map(|k| pieces[(i + n - k % n) % n])
-                    .sum();
+                let rest = if m <= i + 1 {
+                    prefix[i + 1] - prefix[i + 1 - m]
+                } else {
+                    prefix[i + 1] + total - prefix[n + i + 1 - m]
+                };
                 let id = s.push(
                     self.edge(i, turns * total + rest, group, true, NONE),
                     [NONE],
@@ -143,7 +163,7 @@ impl Ring {
         let nominal = chunk_count(bytes, req.chunk);
         let group = s.add_group(Group {
             steps: hops,
-            lockstep: false,
+            inter_steps: self.hosts.saturating_sub(1),
             fill: hops - 1,
             chunks: nominal,
             after: Vec::new(),

@@ -17,6 +17,8 @@ struct Tree {
     parent: Vec<u32>,
     outward: Vec<u32>,
     height: u32,
+    /// The most inter-host edges on a path from the root (the host tree's height).
+    inter_height: u32,
 }
 
 fn balanced(lo: usize, hi: usize, parent_pos: &mut [usize], up: usize) {
@@ -82,20 +84,24 @@ impl Tree {
         }
         let mut outward = vec![root];
         let mut depth = vec![0u32; ranks.len()];
+        let mut inter = vec![0u32; ranks.len()];
         let mut i = 0;
         while i < outward.len() {
             let r = outward[i] as usize;
             for &c in &children[r] {
                 depth[c as usize] = depth[r] + 1;
+                inter[c as usize] = inter[r] + u32::from(!ranks.same_host(c, r as u32));
                 outward.push(c);
             }
             i += 1;
         }
         let height = depth.iter().copied().max().unwrap_or(0);
+        let inter_height = inter.iter().copied().max().unwrap_or(0);
         Tree {
             parent,
             outward,
             height,
+            inter_height,
         }
     }
 }
@@ -112,11 +118,12 @@ pub(super) fn plan(req: &Request<'_>, s: &mut Schedule) {
     for c in 0..req.channels {
         let tree = Tree::new(req, c, rooted);
         let bytes = per_channel[c as usize];
-        let steps = tree.height * (u32::from(up) + u32::from(down));
+        let passes = u32::from(up) + u32::from(down);
+        let steps = tree.height * passes;
         let nominal = chunk_count(bytes, req.chunk);
         let group = s.add_group(Group {
             steps,
-            lockstep: false,
+            inter_steps: tree.inter_height * passes,
             fill: steps.saturating_sub(1),
             chunks: nominal,
             after: Vec::new(),
