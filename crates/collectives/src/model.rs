@@ -18,7 +18,7 @@ use crate::protocol::{Family, HopKind, Protocol};
 use crate::schedule::Group;
 
 /// What one GPU of a collective reaches (bytes/s of payload, and path latencies).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Platform {
     pub gpu: Generation,
     /// The GPU's NVLink port into its NVSwitch.
@@ -29,9 +29,14 @@ pub struct Platform {
     pub nic: f64,
     /// GPU → NVSwitch → GPU.
     pub nvlink_path: Nanos,
-    /// The longest route between GPUs of consecutive hosts of the collective (0 on one host,
-    /// or when no network was at hand to route on: see [`Platform::with_network_path`]).
+    /// The longest route between GPUs of two hosts of the collective under one leaf switch,
+    /// and under different leaves (0 on one host, or when no network was at hand to route on:
+    /// see [`Platform::with_network_path`]).
+    pub network_path_near: Nanos,
     pub network_path: Nanos,
+    /// Per host of the collective (in [`Ranks::hosts`] order), the switch its first GPU's NIC
+    /// attaches to (empty until routed).
+    leaf: Vec<u32>,
 }
 
 impl Platform {
@@ -44,7 +49,9 @@ impl Platform {
             pcie: 0.0,
             nic: 0.0,
             nvlink_path: Nanos(0),
+            network_path_near: Nanos(0),
             network_path: Nanos(0),
+            leaf: Vec::new(),
         };
         for &l in topo.out_links(first) {
             let link = topo.link(l);
@@ -71,28 +78,57 @@ impl Platform {
         p
     }
 
-    /// The same, with the network path latency routed on `net`: the longest route between the
-    /// first GPUs of consecutive hosts (a ring's inter-host edges, a tree's are alike).
+    /// The same, with the network path latencies routed on `net`: per pair of consecutive
+    /// hosts (a ring's inter-host edges) and from the first host to every host under another
+    /// leaf, the longest route between their first GPUs, kept apart for hosts under one leaf
+    /// switch and under different ones.
     pub fn with_network_path<E: Engine>(
         mut self,
         net: &mut Network<'_, E>,
         ranks: &Ranks,
     ) -> Result<Platform, NetworkError> {
         let hosts = ranks.hosts();
-        if hosts.len() > 1 {
-            let mut longest = 0;
-            for (h, local) in hosts.iter().enumerate() {
-                let next = &hosts[(h + 1) % hosts.len()];
-                let key = FlowKey::connection(ranks.gpu(local[0]), ranks.gpu(next[0]), 0, 0);
-                let strand = Strand {
-                    legs: vec![Leg::Routed(key)],
-                    weight: 1.0,
-                };
-                longest = longest.max(net.strand_latency(&strand)?.0);
-            }
-            self.network_path = Nanos(longest);
+        if hosts.len() < 2 {
+            return Ok(self);
+        }
+        let topo = net.topology();
+        self.leaf = hosts
+            .iter()
+            .map(|local| leaf_of(topo, ranks.gpu(local[0])))
+            .collect();
+        let mut pairs: Vec<(usize, usize)> = (0..hosts.len())
+            .map(|h| (h, (h + 1) % hosts.len()))
+            .collect();
+        pairs.extend((1..hosts.len()).filter(|&h| self.leaf[h] != self.leaf[0]).map(|h| (0, h)));
+        for (a, b) in pairs {
+            let key = FlowKey::connection(ranks.gpu(hosts[a][0]), ranks.gpu(hosts[b][0]), 0, 0);
+            let strand = Strand {
+                legs: vec![Leg::Routed(key)],
+                weight: 1.0,
+            };
+            let latency = net.strand_latency(&strand)?;
+            let slot = if self.leaf[a] == self.leaf[b] {
+                &mut self.network_path_near
+            } else {
+                &mut self.network_path
+            };
+            *slot = (*slot).max(latency);
+        }
+        if self.network_path.0 == 0 {
+            self.network_path = self.network_path_near;
         }
         Ok(self)
+    }
+
+    /// The network path latency between the hosts of ranks `a` and `b`.
+    pub fn network_path_between(&self, ranks: &Ranks, a: u32, b: u32) -> Nanos {
+        match (
+            self.leaf.get(ranks.host(a) as usize),
+            self.leaf.get(ranks.host(b) as usize),
+        ) {
+            (Some(x), Some(y)) if x == y => self.network_path_near,
+            _ => self.network_path,
+        }
     }
 
     /// The payload rate from a GPU to the network: the slower of its PCIe link and its NIC.
@@ -221,4 +257,15 @@ impl Costing {
             / count;
         Nanos((f64::from(group.fill) * mean).round() as u64)
     }
+}
+
+/// The switch `gpu`'s first NIC attaches to (`u32::MAX` for none).
+fn leaf_of(topo: &Topology, gpu: fabricsim_topology::NodeId) -> u32 {
+    topo.out_links(gpu)
+        .iter()
+        .map(|&l| topo.link(l).dst)
+        .filter(|&n| topo.kind(n) == NodeKind::Nic)
+        .flat_map(|nic| topo.out_links(nic).iter().map(|&u| topo.link(u).dst))
+        .find(|&n| matches!(topo.kind(n), NodeKind::Switch(_)))
+        .map_or(u32::MAX, |n| n.0)
 }

@@ -111,7 +111,7 @@ impl Loads {
                 edges: Vec::new(),
             })
             .collect();
-        let (nv, net) = (platform.nvlink_path.0, platform.network_path.0);
+        let nv = platform.nvlink_path.0;
         for t in &sched.transfers {
             let gl = &mut groups[t.group as usize];
             let load = &mut ports[gl.phase];
@@ -134,6 +134,7 @@ impl Loads {
                     (HopKind::NvLink, nv)
                 }
                 Path::Direct | Path::Via(_) => {
+                    let net = platform.network_path_between(ranks, t.src, t.dst).0;
                     let (from, extra) = match t.path {
                         Path::Via(p) => {
                             add(t.src, Port::NvOut, b);
