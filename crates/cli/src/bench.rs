@@ -66,7 +66,7 @@ pub struct BenchArgs {
     /// Size multiplication factor between steps.
     #[arg(short = 'f', long = "stepfactor", default_value_t = 4)]
     step_factor: u64,
-    /// contiguous, random or fragmented (random choices follow --seed).
+    /// contiguous, random, fragmented or per-host (random choices follow --seed).
     #[arg(long, default_value = "contiguous")]
     placement: String,
     /// Take a switch, a NIC or a cable (`A--B`) down for the run; repeatable.

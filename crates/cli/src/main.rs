@@ -14,6 +14,7 @@ mod run;
 mod serve;
 mod te;
 mod topo;
+mod validate;
 
 use std::process::ExitCode;
 
@@ -53,6 +54,8 @@ enum Command {
     Serve(serve::ServeArgs),
     /// Compare the compute model with kernels measured on a GPU.
     Calibrate(calibrate::CalibrateArgs),
+    /// Regenerate the validation table (docs/validation.md) from published measurements.
+    Validate(validate::ValidateArgs),
 }
 
 fn main() -> ExitCode {
@@ -74,6 +77,7 @@ fn main() -> ExitCode {
         Command::Te(cmd) => te::run(cmd),
         Command::Serve(args) => serve::run(args),
         Command::Calibrate(args) => calibrate::run(args),
+        Command::Validate(args) => validate::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -46,7 +46,7 @@ pub struct SolveArgs {
     /// GPUs of the bench-like collective or the pattern.
     #[arg(long, default_value_t = 128)]
     gpus: usize,
-    /// Placement of the bench-like ranks: contiguous, random or fragmented.
+    /// Placement of the bench-like ranks: contiguous, random, fragmented or per-host.
     #[arg(long, default_value = "contiguous")]
     placement: String,
     /// Size of the bench-like collective.
@@ -227,7 +227,7 @@ fn demand(args: &SolveArgs, topo: &Topology) -> Result<(TrafficMatrix, String), 
         bad(
             "placement",
             &args.placement,
-            "contiguous, random or fragmented",
+            "contiguous, random, fragmented or per-host",
         )
     })?;
     let gpus = place(topo, args.gpus, placement).map_err(|e| input(anyhow!("--gpus: {e}")))?;

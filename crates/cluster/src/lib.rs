@@ -6,7 +6,8 @@
 //! flows. [`stats`] and [`report`] say what each job took; [`trace`] writes a Perfetto trace;
 //! [`scenario`] reads the TOML scenario files `fabricsim run` takes. [`control`] changes the
 //! fabric during a run (link events, the TE controller) and [`demand`] gives the controller the
-//! jobs' traffic matrix.
+//! jobs' traffic matrix. [`validation`] runs the published measurements of
+//! `validation/*.toml` and renders the table of `docs/validation.md`.
 
 pub mod control;
 pub mod demand;
@@ -19,6 +20,7 @@ pub mod scenario;
 pub mod simulate;
 pub mod stats;
 pub mod trace;
+pub mod validation;
 
 pub use job::{CommConfig, JobSpec};
 pub use orchestrator::{Orchestrator, RunError, RunOptions, RunOutput};

@@ -5,6 +5,8 @@
 //! - `fragmented`: ranks scattered over partly used racks, as a busy cluster leaves them: only
 //!   half the hosts of each rack (at least one, chosen at random) take ranks, whole hosts in
 //!   rack order. A rack is the hosts whose first NIC hangs off the same switch.
+//! - `per-host`: one rank per host, on each host's first GPU, hosts in fabric order (nccl-tests
+//!   with one GPU per node: every byte between ranks crosses a NIC, all on one rail).
 //!
 //! Random choices are deterministic in the seed (SplitMix64, no RNG dependency).
 
@@ -16,16 +18,18 @@ pub enum Placement {
     Contiguous,
     Random { seed: u64 },
     Fragmented { seed: u64 },
+    PerHost,
 }
 
 impl Placement {
-    pub const NAMES: [&'static str; 3] = ["contiguous", "random", "fragmented"];
+    pub const NAMES: [&'static str; 4] = ["contiguous", "random", "fragmented", "per-host"];
 
     pub fn parse(s: &str, seed: u64) -> Option<Placement> {
         match s {
             "contiguous" => Some(Placement::Contiguous),
             "random" => Some(Placement::Random { seed }),
             "fragmented" => Some(Placement::Fragmented { seed }),
+            "per-host" => Some(Placement::PerHost),
             _ => None,
         }
     }
@@ -35,6 +39,7 @@ impl Placement {
             Placement::Contiguous => "contiguous",
             Placement::Random { .. } => "random",
             Placement::Fragmented { .. } => "fragmented",
+            Placement::PerHost => "per-host",
         }
     }
 }
@@ -47,6 +52,8 @@ pub enum PlacementError {
     TooMany { asked: usize, have: usize },
     #[error("{asked} GPUs asked for, but half-used racks offer only {have} (use fewer GPUs or another placement)")]
     TooFragmented { asked: usize, have: usize },
+    #[error("{asked} GPUs asked for one per host, but the fabric has {have} hosts")]
+    TooFewHosts { asked: usize, have: usize },
 }
 
 fn shuffle<T>(v: &mut [T], seed: u64) {
@@ -76,6 +83,21 @@ pub fn place(
     }
     match placement {
         Placement::Contiguous => Ok(gpus[..n].to_vec()),
+        Placement::PerHost => {
+            let firsts: Vec<NodeId> = topo
+                .hosts()
+                .iter()
+                .filter_map(|h| h.gpus.first().copied())
+                .take(n)
+                .collect();
+            if firsts.len() < n {
+                return Err(PlacementError::TooFewHosts {
+                    asked: n,
+                    have: firsts.len(),
+                });
+            }
+            Ok(firsts)
+        }
         Placement::Random { seed } => {
             let mut all = gpus.to_vec();
             shuffle(&mut all, seed);
