@@ -101,3 +101,18 @@ fn run_page_shows_the_real_te_failure_output() {
         String::from_utf8(o.stdout).unwrap()
     );
 }
+
+#[test]
+fn validation_table_is_what_the_measurements_give_now() {
+    let root = format!("{}/../..", env!("CARGO_MANIFEST_DIR"));
+    let o = Command::new(env!("CARGO_BIN_EXE_fabricsim"))
+        .args(["validate", "--check", "docs/validation.md"])
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

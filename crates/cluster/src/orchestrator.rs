@@ -39,7 +39,7 @@ use fabricsim_workload::{ComputeModel, OpKind, Program};
 use crate::control::{LinkEvent, Recompute, ResolvedEvent, TeController, Trigger};
 use crate::job::{CommConfig, JobSpec};
 use crate::p2p::P2p;
-use crate::stats::{CollectiveKey, JobStats, Lane, Slice};
+use crate::stats::{CollectiveKey, CommScope, JobStats, Lane, Slice};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
@@ -134,11 +134,12 @@ struct RankState {
     compute: Stream,
     memory: Stream,
     /// Communication ops in flight (a collective from the rank's arrival, a transfer from its
-    /// start).
-    comm_active: u32,
+    /// start), by [`CommScope`].
+    comm_active: [u32; 6],
     last: u64,
     compute_ns: u64,
-    exposed_ns: u64,
+    /// Exposed communication by scope.
+    exposed_ns: [u64; 6],
     finish: u64,
 }
 
@@ -148,10 +149,25 @@ impl RankState {
         let dt = now.saturating_sub(self.last);
         if self.compute.busy {
             self.compute_ns += dt;
-        } else if self.comm_active > 0 {
-            self.exposed_ns += dt;
+        } else {
+            // Shared equally by the scopes in flight, the remainder to the first.
+            let active = self.comm_active.iter().filter(|&&c| c > 0).count() as u64;
+            if active > 0 {
+                let mut rest = dt % active;
+                for (i, &c) in self.comm_active.iter().enumerate() {
+                    if c > 0 {
+                        self.exposed_ns[i] += dt / active + rest;
+                        rest = 0;
+                    }
+                }
+            }
         }
         self.last = now;
+    }
+
+    fn comm_began(&mut self, now: u64, scope: CommScope) {
+        self.account(now);
+        self.comm_active[scope as usize] += 1;
     }
 }
 
@@ -322,11 +338,24 @@ impl JobState {
         offset + op as usize * stride
     }
 
+    /// What rank `r`'s communication op `op` serves.
+    fn scope_of(&self, r: u32, op: u32) -> CommScope {
+        let w = &self.spec.workload;
+        match w.program_of(r).ops[op as usize].kind {
+            OpKind::Collective { group, .. } => {
+                let g = w.ranks[r as usize].groups[group as usize];
+                CommScope::of_group(&w.groups[g as usize].name)
+            }
+            _ => CommScope::Pp,
+        }
+    }
+
     /// Rank `r`'s communication op `op`, in flight since `since`, ends at `t`.
     fn comm_ended(&mut self, r: u32, op: u32, since: u64, t: u64) {
+        let scope = self.scope_of(r, op);
         let rank = &mut self.ranks[r as usize];
         rank.account(t);
-        rank.comm_active -= 1;
+        rank.comm_active[scope as usize] -= 1;
         let label = self.spec.workload.program_of(r).ops[op as usize].label;
         self.stats.slice(Slice {
             rank: r,
@@ -610,7 +639,10 @@ impl<'t> Orchestrator<'t> {
         }
         for job in &mut self.jobs {
             job.stats.compute_ns = job.ranks.iter().map(|r| r.compute_ns).sum();
-            job.stats.exposed_comm_ns = job.ranks.iter().map(|r| r.exposed_ns).sum();
+            for (i, slot) in job.stats.exposed_by_scope.iter_mut().enumerate() {
+                *slot = job.ranks.iter().map(|r| r.exposed_ns[i]).sum();
+            }
+            job.stats.exposed_comm_ns = job.stats.exposed_by_scope.iter().sum();
         }
         let end = self
             .jobs
@@ -716,9 +748,8 @@ impl<'t> Orchestrator<'t> {
             } => {
                 let g = binding.groups[group as usize];
                 let seq = job.index[binding.program as usize].coll_seq[op as usize];
-                let rank = &mut job.ranks[r as usize];
-                rank.account(t);
-                rank.comm_active += 1;
+                let scope = CommScope::of_group(&job.spec.workload.groups[g as usize].name);
+                job.ranks[r as usize].comm_began(t, scope);
                 let gs = &mut job.groups[g as usize];
                 let inst = match gs.pending.get(&seq) {
                     Some(&i) => i,
@@ -768,9 +799,7 @@ impl<'t> Orchestrator<'t> {
                 } else if let Some(id) = slot.inflight.pop_front() {
                     job.p2p.tidy(m, tag);
                     self.transfers[id as usize].recv = Some((op, t));
-                    let rank = &mut job.ranks[r as usize];
-                    rank.account(t);
-                    rank.comm_active += 1;
+                    job.ranks[r as usize].comm_began(t, CommScope::Pp);
                 } else {
                     slot.recvs.push_back((op, t));
                 }
@@ -1041,9 +1070,7 @@ impl<'t> Orchestrator<'t> {
         });
         let receiver = recv.map(|_| key.1);
         for r in std::iter::once(src.0).chain(receiver) {
-            let rank = &mut job.ranks[r as usize];
-            rank.account(t);
-            rank.comm_active += 1;
+            job.ranks[r as usize].comm_began(t, CommScope::Pp);
         }
         let (a, b) = (job.spec.gpus[key.0 as usize], job.spec.gpus[key.1 as usize]);
         let seed = mix(job.spec.comm.seed ^ (u64::from(j) << 32) ^ 0x5e4d);

@@ -1,8 +1,10 @@
 //! A job's summary: the figures of `docs/outputs.md`, as text and as JSON.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
-use crate::stats::JobStats;
+use crate::stats::{CommScope, JobStats};
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CollectiveRow {
@@ -45,6 +47,9 @@ pub struct JobReport {
     /// Shares of the iteration, averaged over ranks (they sum to 1).
     pub compute_fraction: f64,
     pub exposed_comm_fraction: f64,
+    /// The exposed communication's share of the iteration by what it serves (`tp`, `cp`,
+    /// `pp` for pipeline sends and receives, `dp`, `ep`, `other`), scopes with none left out.
+    pub exposed_comm_by_scope: BTreeMap<&'static str, f64>,
     pub idle_fraction: f64,
     pub collectives: Vec<CollectiveRow>,
     pub transfers: TransferRow,
@@ -79,6 +84,12 @@ impl JobReport {
             hardware_tflops_per_gpu: per_gpu(s.hardware_flops) * 1e-12,
             compute_fraction: compute,
             exposed_comm_fraction: exposed,
+            exposed_comm_by_scope: CommScope::ALL
+                .iter()
+                .zip(s.exposed_by_scope)
+                .filter(|(_, ns)| *ns > 0)
+                .map(|(scope, ns)| (scope.name(), frac(ns)))
+                .collect(),
             idle_fraction: (1.0 - compute - exposed).max(0.0),
             collectives: s
                 .collectives
@@ -123,8 +134,22 @@ impl JobReport {
                 self.mfu * 100.0
             );
         }
+        // Scopes in CommScope order, as the split is kept.
+        let scopes: Vec<String> = CommScope::ALL
+            .iter()
+            .filter_map(|s| {
+                self.exposed_comm_by_scope
+                    .get(s.name())
+                    .map(|f| format!("{} {:.1}", s.name(), f * 100.0))
+            })
+            .collect();
+        let by_scope = if scopes.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", scopes.join(" · "))
+        };
         out += &format!(
-            "  hardware TFLOP/s {:>12.1} per GPU\n  time split       compute {:.1} % · exposed communication {:.1} % · idle (bubble) {:.1} %\n",
+            "  hardware TFLOP/s {:>12.1} per GPU\n  time split       compute {:.1} % · exposed communication {:.1} %{by_scope} · idle {:.1} %\n",
             self.hardware_tflops_per_gpu,
             self.compute_fraction * 100.0,
             self.exposed_comm_fraction * 100.0,

@@ -4,14 +4,63 @@
 //! compute stream (communication overlapped with it is hidden); *exposed communication* is time
 //! with no kernel running while the rank has a communication op in flight (a collective from
 //! the rank's arrival, so waiting for slower members counts; a transfer for the sender from
-//! its send, for the receiver from when both sides are posted); *idle* is the rest of the iteration: the pipeline bubble, and waiting for
-//! inputs that are not communication.
+//! its send, for the receiver from when both sides are posted), attributed to the
+//! [`CommScope`]s of the ops in flight (shared equally when several are); *idle* is the rest of
+//! the iteration: the pipeline bubble (a pipeline rank with nothing to run), a rank that
+//! finished before the iteration's last one, and waiting for inputs that are not
+//! communication.
 
 use std::collections::BTreeMap;
 
 use fabricsim_collectives::Collective;
 
 use crate::job::JobSpec;
+
+/// What a communication op serves: a parallelism dimension (by its communicator's name: `tp3`
+/// is TP), point-to-point transfers (pipeline sends and receives), or another communicator.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum CommScope {
+    Tp,
+    Cp,
+    Pp,
+    Dp,
+    Ep,
+    Other,
+}
+
+impl CommScope {
+    pub const ALL: [CommScope; 6] = [
+        CommScope::Tp,
+        CommScope::Cp,
+        CommScope::Pp,
+        CommScope::Dp,
+        CommScope::Ep,
+        CommScope::Other,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            CommScope::Tp => "tp",
+            CommScope::Cp => "cp",
+            CommScope::Pp => "pp",
+            CommScope::Dp => "dp",
+            CommScope::Ep => "ep",
+            CommScope::Other => "other",
+        }
+    }
+
+    /// The scope of a communicator named `group` (`dp`, `tp12`, …).
+    pub fn of_group(group: &str) -> CommScope {
+        match group.trim_end_matches(|c: char| c.is_ascii_digit()) {
+            "tp" => CommScope::Tp,
+            "cp" => CommScope::Cp,
+            "pp" => CommScope::Pp,
+            "dp" => CommScope::Dp,
+            "ep" => CommScope::Ep,
+            _ => CommScope::Other,
+        }
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -78,6 +127,8 @@ pub struct JobStats {
     /// Summed over ranks, ns.
     pub compute_ns: u64,
     pub exposed_comm_ns: u64,
+    /// Exposed communication by [`CommScope`] (in `CommScope::ALL` order), summed over ranks.
+    pub exposed_by_scope: [u64; 6],
     pub collectives: BTreeMap<CollectiveKey, Tally>,
     pub transfers: Tally,
     pub trace_ranks: u32,
@@ -98,6 +149,7 @@ impl JobStats {
             iteration_ns: 0,
             compute_ns: 0,
             exposed_comm_ns: 0,
+            exposed_by_scope: [0; 6],
             collectives: BTreeMap::new(),
             transfers: Tally::default(),
             trace_ranks,

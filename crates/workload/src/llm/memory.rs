@@ -6,13 +6,20 @@
 //!   iteration, so the working copy is whole too);
 //! - gradients: `grad_bytes·P` (FP32 accumulation), divided by DP under FSDP;
 //! - optimizer: Adam's FP32 master copy and two moments, `12·P`, divided by DP under FSDP;
-//! - activations per layer per micro-batch (Korthikanti et al., "Reducing Activation
-//!   Recomputation in Large Transformer Models", with fused attention so no score matrix is
-//!   kept): `s·b·d·(10 + 24/t)` bytes without sequence parallelism, `34·s·b·d/t` with it
-//!   (`s` = sequence / CP); under full recomputation only each layer's input, `2·s·b·d`
-//!   (divided by `t` with SP), plus one layer's full set for the layer being recomputed; times
-//!   the (micro-batch, chunk) pairs the stage's schedule holds at once
-//!   ([`super::schedule::in_flight`]);
+//! - activations per layer per micro-batch: the tensors a layer keeps for its backward, counted
+//!   from the model's shapes in BF16 as Korthikanti et al. count them ("Reducing Activation
+//!   Recomputation in Large Transformer Models", §4), with fused (flash) attention so no score
+//!   matrix is kept and no dropout (Llama and Mixtral train without): per token, attention keeps
+//!   its norm's input, the QKV projection's input, Q, K, V and its output
+//!   (`2d + 2·h·hd + 2·kv·hd` elements); a gated MLP keeps its norm's input, its input, the gate
+//!   and up projections and their product (`2d + 3·ffn`, times `top_k` for the MLP part of MoE),
+//!   a GELU MLP its norm's and its input, the GELU's input and output (`2d + 2·ffn`). With
+//!   sequence parallelism everything is divided by `t`; without it the norms' and projections'
+//!   inputs (`4d`) are whole. Tokens per micro-batch `s·b`, `s` = sequence / CP. (For GPT-3's
+//!   shapes this is Korthikanti's `34·s·b·d/t` less the dropout masks.) Under full
+//!   recomputation only each layer's input, `2·s·b·d` (divided by `t` with SP), plus one
+//!   layer's full set for the layer being recomputed; times the (micro-batch, chunk) pairs the
+//!   stage's schedule holds at once ([`super::schedule::in_flight`]);
 //! - the last stage's FP32 logits, `4·s·b·vocab/t`.
 
 use serde::Serialize;
@@ -44,11 +51,7 @@ pub fn memory(t: &Training) -> Vec<MemoryBreakdown> {
     let b = u64::from(t.micro_batch);
     let d = u64::from(m.d_model);
     let sbd = s * b * d;
-    let full_layer = if p.sp {
-        34 * sbd / tp
-    } else {
-        sbd * 10 + 24 * sbd / tp
-    };
+    let full_layer = layer_activations(t, s * b);
     let kept_layer = match t.recompute {
         Recompute::None | Recompute::Selective => full_layer,
         Recompute::Full => {
@@ -102,4 +105,23 @@ pub fn memory(t: &Training) -> Vec<MemoryBreakdown> {
             }
         })
         .collect()
+}
+
+/// Bytes one layer keeps for its backward for `tokens` tokens of a micro-batch (module docs).
+fn layer_activations(t: &Training, tokens: u64) -> u64 {
+    let m = &t.model;
+    let (d, hd, ffn) = (u64::from(m.d_model), m.head_dim(), u64::from(m.ffn));
+    let q = u64::from(m.heads) * hd;
+    let kv = u64::from(m.kv_heads) * hd;
+    let mlp = if m.gated_mlp { 3 * ffn } else { 2 * ffn } * u64::from(m.top_k);
+    // Inputs of the two norms and of the two projections they feed.
+    let whole = 4 * d;
+    let sharded = 2 * q + 2 * kv + mlp;
+    let tp = u64::from(t.parallel.tp);
+    let per_token = if t.parallel.sp {
+        (whole + sharded) / tp
+    } else {
+        whole + sharded / tp
+    };
+    2 * per_token * tokens
 }
