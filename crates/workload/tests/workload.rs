@@ -311,9 +311,15 @@ fn memory_matches_hand_computation() {
     assert_eq!(m.weights, 2 * p);
     assert_eq!(m.grads, 4 * p);
     assert_eq!(m.optimizer, 12 * p);
-    // One micro-batch in flight: 32 layers × sbd(10 + 24/8), plus FP32 logits.
-    let sbd = 4096 * 4096u64;
-    assert_eq!(m.activations, 32 * sbd * 13 + 4 * 4096 * 128_256 / 8);
+    // One micro-batch of 4,096 tokens in flight. Per token and layer, in BF16: the inputs of
+    // the two norms and the two projections they feed, whole without SP (4 × 4,096), and
+    // divided by TP: Q and the attention output (2 × 4,096), K and V (2 × 8 heads × 128), the
+    // gate, up and their product (3 × 14,336). 32 layers, plus the FP32 logits.
+    let per_token = 4 * 4096 + (2 * 4096 + 2 * 8 * 128 + 3 * 14_336) / 8;
+    assert_eq!(
+        m.activations,
+        32 * 2 * per_token * 4096 + 4 * 4096 * 128_256 / 8
+    );
 }
 
 #[test]
