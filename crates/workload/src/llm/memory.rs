@@ -19,12 +19,13 @@
 //!   shapes this is Korthikanti's `34·s·b·d/t` less the dropout masks.) Under full
 //!   recomputation only each layer's input, `2·s·b·d` (divided by `t` with SP), plus one
 //!   layer's full set for the layer being recomputed; times the (micro-batch, chunk) pairs the
-//!   stage's schedule holds at once ([`super::schedule::in_flight`]);
+//!   stage's schedule holds at once, each with its chunk's layers
+//!   ([`super::schedule::in_flight_layers`]);
 //! - the last stage's FP32 logits, `4·s·b·vocab/t`.
 
 use serde::Serialize;
 
-use super::schedule::in_flight;
+use super::schedule::in_flight_layers;
 use super::{DpMode, Recompute, Training};
 
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -83,9 +84,10 @@ pub fn memory(t: &Training) -> Vec<MemoryBreakdown> {
             let weights = 2 * params;
             let grads = u64::from(t.grad_bytes) * params / shard;
             let optimizer = 12 * params / shard;
-            let per_chunk_layers = layers / u64::from(p.vpp);
-            let live = u64::from(in_flight(stage, p.pp, p.vpp, micro_batches));
-            let mut activations = live * per_chunk_layers * kept_layer;
+            let live = in_flight_layers(stage, p.pp, p.vpp, micro_batches, |c| {
+                t.layers_of(stage, c).len() as u64
+            });
+            let mut activations = live * kept_layer;
             if t.recompute == Recompute::Full {
                 activations += full_layer;
             }

@@ -61,17 +61,25 @@ pub fn stage_actions(stage: u32, pp: u32, vpp: u32, micro_batches: u32) -> Vec<A
     out
 }
 
-/// The most (micro-batch, chunk) activations a stage holds at once.
-pub fn in_flight(stage: u32, pp: u32, vpp: u32, micro_batches: u32) -> u32 {
-    let mut live = 0u32;
+/// The most layers' activations a stage holds at once: the largest sum, over the (micro-batch,
+/// chunk) pairs whose forward has run and backward has not, of the chunk's layers
+/// (`layers_of_chunk`).
+pub fn in_flight_layers(
+    stage: u32,
+    pp: u32,
+    vpp: u32,
+    micro_batches: u32,
+    layers_of_chunk: impl Fn(u32) -> u64,
+) -> u64 {
+    let mut live = 0u64;
     let mut most = 0;
     for a in stage_actions(stage, pp, vpp, micro_batches) {
         match a.pass {
             Pass::Forward => {
-                live += 1;
+                live += layers_of_chunk(a.chunk);
                 most = most.max(live);
             }
-            Pass::Backward => live -= 1,
+            Pass::Backward => live -= layers_of_chunk(a.chunk),
         }
     }
     most
@@ -96,8 +104,8 @@ mod tests {
             })
             .collect();
         assert_eq!(s.join(" "), "F0 F1 F2 F3 B0 F4 B1 F5 B2 B3 B4 B5");
-        assert_eq!(in_flight(0, 4, 1, 6), 4);
-        assert_eq!(in_flight(3, 4, 1, 6), 1);
+        assert_eq!(in_flight_layers(0, 4, 1, 6, |_| 3), 12);
+        assert_eq!(in_flight_layers(3, 4, 1, 6, |_| 3), 3);
     }
 
     #[test]
