@@ -30,8 +30,8 @@ pub fn run(args: ValidateArgs) -> CmdResult {
     let rows = validate(&args.dir).map_err(|e| input(anyhow!("{e}")))?;
     let table = render(&rows, COMMAND);
     if let Some(path) = &args.check {
-        let committed = std::fs::read_to_string(path)
-            .map_err(|e| input(anyhow!("{}: {e}", path.display())))?;
+        let committed =
+            std::fs::read_to_string(path).map_err(|e| input(anyhow!("{}: {e}", path.display())))?;
         if committed != table {
             return Err(other(anyhow!(
                 "{} differs from the table the measurements give now; regenerate it with `{COMMAND}`",
@@ -41,5 +41,8 @@ pub fn run(args: ValidateArgs) -> CmdResult {
         println!("{}: up to date ({} rows)", path.display(), rows.len());
         return Ok(());
     }
-    write_output(args.output.as_deref(), |out| out.write_all(table.as_bytes())).map_err(other)
+    write_output(args.output.as_deref(), |out| {
+        out.write_all(table.as_bytes())
+    })
+    .map_err(other)
 }

@@ -110,9 +110,5 @@ fn validation_table_is_what_the_measurements_give_now() {
         .current_dir(&root)
         .output()
         .unwrap();
-    assert!(
-        o.status.success(),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }

@@ -165,7 +165,11 @@ pub fn validate(dir: &Path) -> Result<Vec<Row>, ValidationError> {
                     let base = path.parent().unwrap_or(Path::new("."));
                     run_value(r, base).map_err(fail)?
                 }
-                _ => return Err(fail("needs one of [measurement.bench] or [measurement.run]".into())),
+                _ => {
+                    return Err(fail(
+                        "needs one of [measurement.bench] or [measurement.run]".into(),
+                    ))
+                }
             };
             rows.push(Row::new(m, value).map_err(|e| ValidationError {
                 file: name.clone(),
@@ -209,8 +213,12 @@ fn bench_value(b: &BenchSpec) -> Result<Value, String> {
     let overrides: Vec<(String, String)> =
         b.set.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     let topo = presets::build(&b.preset, &overrides).map_err(|e| e.to_string())?;
-    let placement = Placement::parse(&b.placement, 0)
-        .ok_or_else(|| format!("placement `{}`: contiguous, random, fragmented or per-host", b.placement))?;
+    let placement = Placement::parse(&b.placement, 0).ok_or_else(|| {
+        format!(
+            "placement `{}`: contiguous, random, fragmented or per-host",
+            b.placement
+        )
+    })?;
     let gpus = place(&topo, b.gpus, placement).map_err(|e| e.to_string())?;
     let ranks = Ranks::new(&topo, gpus).map_err(|e| e.to_string())?;
     let op = Collective::parse(&b.collective)
@@ -235,7 +243,11 @@ fn bench_value(b: &BenchSpec) -> Result<Value, String> {
         "time" => Value::Number(row.time_us),
         "per-nic" => Value::Number(row.algbw_gbps * 8.0),
         "choice" => Value::Choice(format!("{}/{}", row.algorithm, row.protocol)),
-        other => return Err(format!("metric `{other}`: busbw, algbw, time, per-nic or choice")),
+        other => {
+            return Err(format!(
+                "metric `{other}`: busbw, algbw, time, per-nic or choice"
+            ))
+        }
     })
 }
 
@@ -298,10 +310,9 @@ pub fn render(rows: &[Row], command: &str) -> String {
         let error = r
             .error
             .map_or_else(|| "-".to_string(), |e| format!("{:+.1} %", e * 100.0));
-        let tolerance = r
-            .m
-            .tolerance
-            .map_or_else(|| "same".to_string(), |t| format!("±{:.0} %", t * 100.0));
+        let tolerance =
+            r.m.tolerance
+                .map_or_else(|| "same".to_string(), |t| format!("±{:.0} %", t * 100.0));
         let _ = writeln!(
             out,
             "| {} | [{}]({}) | {} | {} | {} | {error} | {tolerance} | {} | {} |",

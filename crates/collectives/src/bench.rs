@@ -245,8 +245,8 @@ pub fn traffic(
 
 /// TE's path table solved for `sched`'s traffic, over the link state with the bench's `down`
 /// cables down.
-fn te_policy<'t>(
-    topo: &'t Topology,
+fn te_policy(
+    topo: &Topology,
     ranks: &Ranks,
     bench: &Bench,
     solver: fabricsim_te::Solver,

@@ -100,7 +100,7 @@ impl Generation {
 /// GPU–GPU link) at [`Generation::nvlink_efficiency`], GPU–NIC at [`PCIE_EFFICIENCY`], and every
 /// Ethernet link (NIC–switch, switch–switch) at the RoCEv2 framing of a full MTU packet.
 pub fn link_efficiency(topo: &Topology, gpu: Generation) -> Vec<f64> {
-    let roce = ROCE_MTU / (ROCE_MTU + ROCE_PACKET_OVERHEAD);
+    let roce = roce_efficiency();
     topo.links()
         .iter()
         .map(|link| {

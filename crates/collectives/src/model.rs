@@ -57,11 +57,9 @@ impl Platform {
             let link = topo.link(l);
             let rate = link.capacity.0 as f64;
             match topo.kind(link.dst) {
-                NodeKind::NvSwitch => {
-                    if rate * gpu.nvlink_efficiency() > p.nvlink {
-                        p.nvlink = rate * gpu.nvlink_efficiency();
-                        p.nvlink_path = Nanos(2 * link.latency.0);
-                    }
+                NodeKind::NvSwitch if rate * gpu.nvlink_efficiency() > p.nvlink => {
+                    p.nvlink = rate * gpu.nvlink_efficiency();
+                    p.nvlink_path = Nanos(2 * link.latency.0);
                 }
                 NodeKind::Nic => {
                     p.pcie = p.pcie.max(rate * PCIE_EFFICIENCY);
@@ -99,7 +97,11 @@ impl Platform {
         let mut pairs: Vec<(usize, usize)> = (0..hosts.len())
             .map(|h| (h, (h + 1) % hosts.len()))
             .collect();
-        pairs.extend((1..hosts.len()).filter(|&h| self.leaf[h] != self.leaf[0]).map(|h| (0, h)));
+        pairs.extend(
+            (1..hosts.len())
+                .filter(|&h| self.leaf[h] != self.leaf[0])
+                .map(|h| (0, h)),
+        );
         for (a, b) in pairs {
             let key = FlowKey::connection(ranks.gpu(hosts[a][0]), ranks.gpu(hosts[b][0]), 0, 0);
             let strand = Strand {
