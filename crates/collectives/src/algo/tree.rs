@@ -1,8 +1,10 @@
 //! Trees, as NCCL builds them: inside a host the ranks form a chain; across hosts the chains'
-//! heads form a balanced binary tree. Even channels use one tree, odd channels its mirror image
-//! (the host sequence shifted by one), so most hosts are a leaf in one of the two: the *double
-//! binary tree*. Each channel's head sits at local index `c mod k`, so inter-host edges stay on
-//! one rail.
+//! heads form a balanced binary tree. The first half of the channels use one tree, the second
+//! half its mirror image (the host sequence shifted by one), so most hosts are a leaf in one of
+//! the two: the *double binary tree*. Each channel's head sits at local index `c mod k`, so
+//! inter-host edges stay on one rail, and with 2k channels a NIC carries channel c of one tree
+//! and channel c + k of the other (NCCL duplicates its channels and gives the copies the mirror
+//! tree).
 //!
 //! All-reduce pipelines chunks up the tree (reduce) and back down (broadcast): 2·height steps on
 //! the critical path; broadcast and reduce use one direction, rooted at rank 0.
@@ -39,7 +41,7 @@ impl Tree {
         // Host sequence: shifted by one for odd channels; rotated so that rank 0's host is the
         // tree's root for rooted operations.
         let mut seq: Vec<usize> = (0..h).collect();
-        if channel % 2 == 1 {
+        if 2 * channel >= req.channels && req.channels > 1 {
             seq.rotate_left(1.min(h));
         }
         let root_pos = (h - 1) / 2;
