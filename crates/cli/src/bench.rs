@@ -31,7 +31,8 @@ pub struct BenchArgs {
     /// sendrecv, gather, scatter or barrier.
     #[arg(long, default_value = "all-reduce")]
     collective: String,
-    /// ring, tree, direct, pxn, halving-doubling, recursive-doubling, hierarchical or nvls;
+    /// ring, tree, direct, pxn, halving-doubling, recursive-doubling, hierarchical, nvls or
+    /// nvls-tree;
     /// chosen by NCCL's cost model when absent.
     #[arg(long)]
     algo: Option<String>,

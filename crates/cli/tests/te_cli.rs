@@ -151,7 +151,7 @@ fn highs_needs_a_build_with_the_feature() {
 }
 
 /// Two uplinks down under a 128-GPU tree all-reduce on a 1:1 zone: rerouting after the LP's
-/// rounding reaches CSPF's 0.800 (docs/commands/te.md).
+/// rounding reaches CSPF's 1.000 (docs/commands/te.md).
 #[test]
 fn rerouting_after_rounding_matches_cspf_with_uplinks_down() {
     let args = [
@@ -188,6 +188,6 @@ fn rerouting_after_rounding_matches_cspf_with_uplinks_down() {
             .as_f64()
             .unwrap()
     };
-    assert!((max("te") - 0.8).abs() < 1e-3, "{v}");
+    assert!((max("te") - 1.0).abs() < 1e-3, "{v}");
     assert!(max("te:lp") <= max("te") + 1e-9, "{v}");
 }

@@ -52,8 +52,10 @@ pub enum PlanError {
     NeedsPowerOfTwo { algorithm: &'static str, n: u32 },
     #[error("`hierarchical` needs the same number of ranks on every host")]
     UnevenHosts,
-    #[error("`nvls` reduces inside one NVSwitch domain, but the ranks span {hosts} hosts (use `hierarchical`)")]
+    #[error("`nvls` reduces inside one NVSwitch domain, but the ranks span {hosts} hosts (use `nvls-tree`)")]
     NvlsSpansHosts { hosts: usize },
+    #[error("`nvls-tree` joins hosts; inside one host use `nvls`")]
+    NvlsTreeOneHost,
     #[error("all-to-allv needs an {n}×{n} size matrix")]
     SizesShape { n: u32 },
 }

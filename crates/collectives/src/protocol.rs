@@ -34,6 +34,7 @@ pub enum Family {
     Ring,
     Tree,
     Nvls,
+    NvlsTree,
 }
 
 impl Protocol {
@@ -60,9 +61,9 @@ impl Protocol {
     pub fn efficiency(self, family: Family, one_host: bool) -> f64 {
         let tree = 0.92;
         match (family, self) {
-            (Family::Ring | Family::Nvls, Protocol::Ll) => 0.5,
-            (Family::Ring | Family::Nvls, Protocol::Ll128) => 0.92,
-            (Family::Ring | Family::Nvls, Protocol::Simple) => 1.0,
+            (Family::Ring | Family::Nvls | Family::NvlsTree, Protocol::Ll) => 0.5,
+            (Family::Ring | Family::Nvls | Family::NvlsTree, Protocol::Ll128) => 0.92,
+            (Family::Ring | Family::Nvls | Family::NvlsTree, Protocol::Simple) => 1.0,
             (Family::Tree, Protocol::Ll) => tree / 3.8,
             (Family::Tree, Protocol::Ll128) if one_host => tree * 7.0 / 9.0,
             (Family::Tree, Protocol::Ll128) => tree * 120.0 / 128.0,
@@ -71,10 +72,10 @@ impl Protocol {
     }
 
     /// NCCL's base latency (`baseLatencies`, µs, LL / LL128 / Simple): ring 6.6 / 14 / 8.4,
-    /// tree 6.8 / 14 / 8.4, NVLS 0 (its whole latency is its one step).
+    /// tree 6.8 / 14 / 8.4, NVLS and NVLS-tree 0 (their latency is their steps').
     pub fn base_latency(self, family: Family) -> Nanos {
         Nanos(match (family, self) {
-            (Family::Nvls, _) => 0,
+            (Family::Nvls | Family::NvlsTree, _) => 0,
             (Family::Ring, Protocol::Ll) => 6_600,
             (Family::Tree, Protocol::Ll) => 6_800,
             (_, Protocol::Ll128) => 14_000,
@@ -84,8 +85,8 @@ impl Protocol {
 
     /// NCCL's per-step latency (`hwLatencies`, µs, LL / LL128 / Simple). NVLink: ring
     /// 0.6 / 1.9 / 3.4, tree 0.6 / 1.25 / 4.0, NVLS 25 (Simple). Network: ring 2.7 / 4.0 / 14,
-    /// tree 5.0 / 8.5 / 14, NVLS 18. NVLS runs Simple only; other protocols read its Simple
-    /// figure.
+    /// tree 5.0 / 8.5 / 14, NVLS 18; NVLS-tree 25 over NVLink and 20.9 over the network. NVLS
+    /// and NVLS-tree run Simple only; other protocols read their Simple figures.
     pub fn step_latency(self, family: Family, hop: HopKind) -> Nanos {
         Nanos(match (hop, family, self) {
             (HopKind::NvLink, Family::Ring, Protocol::Ll) => 600,
@@ -94,7 +95,7 @@ impl Protocol {
             (HopKind::NvLink, Family::Tree, Protocol::Ll) => 600,
             (HopKind::NvLink, Family::Tree, Protocol::Ll128) => 1_250,
             (HopKind::NvLink, Family::Tree, Protocol::Simple) => 4_000,
-            (HopKind::NvLink, Family::Nvls, _) => 25_000,
+            (HopKind::NvLink, Family::Nvls | Family::NvlsTree, _) => 25_000,
             (HopKind::Network, Family::Ring, Protocol::Ll) => 2_700,
             (HopKind::Network, Family::Ring, Protocol::Ll128) => 4_000,
             (HopKind::Network, Family::Ring, Protocol::Simple) => 14_000,
@@ -102,6 +103,7 @@ impl Protocol {
             (HopKind::Network, Family::Tree, Protocol::Ll128) => 8_500,
             (HopKind::Network, Family::Tree, Protocol::Simple) => 14_000,
             (HopKind::Network, Family::Nvls, _) => 18_000,
+            (HopKind::Network, Family::NvlsTree, _) => 20_900,
         })
     }
 

@@ -48,13 +48,18 @@ fn candidates(op: Collective, ranks: &Ranks, platform: &Platform) -> Vec<Algorit
     if nvls && Algorithm::Nvls.supports(op) {
         out.push(Algorithm::Nvls);
     }
+    // Across NVSwitch hosts of a generation with NVLS, NCCL adds NVLS-tree for all-reduce.
+    let nvls_tree = !one_host && platform.nvlink > 0.0 && platform.gpu.nvls_efficiency().is_some();
+    if nvls_tree && op == Collective::AllReduce {
+        out.push(Algorithm::NvlsTree);
+    }
     out
 }
 
 /// Protocols NCCL runs `algorithm` with.
 fn protocols(algorithm: Algorithm) -> &'static [Protocol] {
     match algorithm {
-        Algorithm::Nvls => &[Protocol::Simple],
+        Algorithm::Nvls | Algorithm::NvlsTree => &[Protocol::Simple],
         _ => &Protocol::ALL,
     }
 }

@@ -10,11 +10,13 @@
 //! | `recursive-doubling` | all-reduce, all-gather |
 //! | `hierarchical` | all-reduce: intra-host reduce-scatter, inter-host all-reduce per rail, intra-host all-gather |
 //! | `nvls` | all-reduce, all-gather, reduce-scatter inside one NVSwitch domain |
+//! | `nvls-tree` | all-reduce across hosts: NVLS inside each host, a tree of heads across |
 
 mod direct;
 mod doubling;
 mod hierarchical;
 mod nvls;
+mod nvls_tree;
 mod ring;
 mod tree;
 
@@ -34,10 +36,11 @@ pub enum Algorithm {
     RecursiveDoubling,
     Hierarchical,
     Nvls,
+    NvlsTree,
 }
 
 impl Algorithm {
-    pub const ALL: [Algorithm; 8] = [
+    pub const ALL: [Algorithm; 9] = [
         Algorithm::Ring,
         Algorithm::Tree,
         Algorithm::Direct,
@@ -46,6 +49,7 @@ impl Algorithm {
         Algorithm::RecursiveDoubling,
         Algorithm::Hierarchical,
         Algorithm::Nvls,
+        Algorithm::NvlsTree,
     ];
 
     pub fn name(self) -> &'static str {
@@ -58,6 +62,7 @@ impl Algorithm {
             Algorithm::RecursiveDoubling => "recursive-doubling",
             Algorithm::Hierarchical => "hierarchical",
             Algorithm::Nvls => "nvls",
+            Algorithm::NvlsTree => "nvls-tree",
         }
     }
 
@@ -85,6 +90,7 @@ impl Algorithm {
             Algorithm::RecursiveDoubling => matches!(op, AllReduce | AllGather),
             Algorithm::Hierarchical => op == AllReduce,
             Algorithm::Nvls => matches!(op, AllReduce | AllGather | ReduceScatter),
+            Algorithm::NvlsTree => op == AllReduce,
         }
     }
 
@@ -94,6 +100,7 @@ impl Algorithm {
         match self {
             Algorithm::Tree => Family::Tree,
             Algorithm::Nvls => Family::Nvls,
+            Algorithm::NvlsTree => Family::NvlsTree,
             _ => Family::Ring,
         }
     }
@@ -187,6 +194,7 @@ pub fn plan(req: &Request<'_>) -> Result<Schedule, PlanError> {
         Algorithm::HalvingDoubling | Algorithm::RecursiveDoubling => doubling::plan(req, &mut s)?,
         Algorithm::Hierarchical => hierarchical::plan(req, &mut s)?,
         Algorithm::Nvls => nvls::plan(req, &mut s)?,
+        Algorithm::NvlsTree => nvls_tree::plan(req, &mut s)?,
     }
     Ok(s)
 }

@@ -1,7 +1,7 @@
 //! Trees, as NCCL builds them: inside a host the ranks form a chain; across hosts the chains'
-//! heads form a balanced binary tree. The first half of the channels use one tree, the second
-//! half its mirror image (the host sequence shifted by one), so most hosts are a leaf in one of
-//! the two: the *double binary tree*. Each channel's head sits at local index `c mod k`, so
+//! heads form NCCL's binary tree ([`btree_parents`]). The first half of the channels use one
+//! tree, the second half the other of NCCL's pair (mirrored or shifted), so every host is a
+//! leaf in at least one of the two: the *double binary tree*. Each channel's head sits at local index `c mod k`, so
 //! inter-host edges stay on one rail, and with 2k channels a NIC carries channel c of one tree
 //! and channel c + k of the other (NCCL duplicates its channels and gives the copies the mirror
 //! tree).
@@ -23,14 +23,42 @@ struct Tree {
     inter_height: u32,
 }
 
-fn balanced(lo: usize, hi: usize, parent_pos: &mut [usize], up: usize) {
-    if lo >= hi {
-        return;
-    }
-    let mid = lo + (hi - lo - 1) / 2;
-    parent_pos[mid] = up;
-    balanced(lo, mid, parent_pos, mid);
-    balanced(mid + 1, hi, parent_pos, mid);
+/// The parent of each position of NCCL's binary tree over `n` positions (`src/graph/trees.cc`,
+/// `ncclGetBtree`), `usize::MAX` for the root, position 0: a position's parent clears its lowest
+/// set bit and sets the next one (`xx01·0 → xx10·0`), or only clears it when that is out of
+/// range; leaves are the odd positions. With `second`, the other tree of NCCL's double binary
+/// tree (`ncclGetDtree`): the first mirrored (position `n − 1 − p`) when `n` is even, shifted by
+/// one when it is odd, so that every position is a leaf in at least one of the two.
+pub(super) fn btree_parents(n: usize, second: bool) -> Vec<usize> {
+    let first = |p: usize| -> usize {
+        if p == 0 {
+            return usize::MAX;
+        }
+        let bit = p & p.wrapping_neg();
+        let up = (p ^ bit) | (bit << 1);
+        if up >= n {
+            p ^ bit
+        } else {
+            up
+        }
+    };
+    (0..n)
+        .map(|p| {
+            if !second {
+                first(p)
+            } else if n % 2 == 1 {
+                match first((p + n - 1) % n) {
+                    usize::MAX => usize::MAX,
+                    u => (u + 1) % n,
+                }
+            } else {
+                match first(n - 1 - p) {
+                    usize::MAX => usize::MAX,
+                    u => n - 1 - u,
+                }
+            }
+        })
+        .collect()
 }
 
 impl Tree {
@@ -38,22 +66,15 @@ impl Tree {
         let ranks = req.ranks;
         let hosts = ranks.hosts();
         let h = hosts.len();
-        // Host sequence: shifted by one for odd channels; rotated so that rank 0's host is the
-        // tree's root for rooted operations.
+        // Hosts in order, rotated for rooted operations so that rank 0's host is the root
+        // (position 0 of the first tree, which rooted operations use on every channel). The
+        // second half of the channels run on the second tree of the pair.
         let mut seq: Vec<usize> = (0..h).collect();
-        if 2 * channel >= req.channels && req.channels > 1 {
-            seq.rotate_left(1.min(h));
-        }
-        let root_pos = (h - 1) / 2;
         if rooted {
-            let at = seq
-                .iter()
-                .position(|&x| x == ranks.host(0) as usize)
-                .unwrap_or(0);
-            seq.rotate_left((at + h - root_pos) % h);
+            seq.rotate_left(ranks.host(0) as usize % h.max(1));
         }
-        let mut parent_pos = vec![usize::MAX; h];
-        balanced(0, h, &mut parent_pos, usize::MAX);
+        let second = !rooted && req.channels > 1 && 2 * channel >= req.channels;
+        let parent_pos = btree_parents(h, second);
         let head = |host: usize| -> usize {
             if rooted && host == ranks.host(0) as usize {
                 ranks.local(0) as usize
