@@ -247,6 +247,7 @@ fn step_and_pipelined_agree_where_nothing_is_congested() {
         // GPU's NVLink that channels leave each other (see exec.rs).
         (Collective::AllReduce, Algorithm::Tree, 0.2),
         (Collective::Broadcast, Algorithm::Ring, 0.2),
+        (Collective::AllReduce, Algorithm::NvlsTree, 0.2),
     ] {
         let t = |f, size| {
             run(

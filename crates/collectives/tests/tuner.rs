@@ -53,6 +53,7 @@ fn cases(one_host: bool) -> Vec<(Collective, Algorithm)> {
     } else {
         c.extend([
             (Collective::AllReduce, Algorithm::Hierarchical),
+            (Collective::AllReduce, Algorithm::NvlsTree),
             (Collective::AllToAll, Algorithm::Pxn),
         ]);
     }
@@ -69,7 +70,9 @@ fn predicted_and_simulated_times_agree_where_nothing_is_congested() {
         let p = platform(&topo, &ranks, Generation::H100);
         for (op, algorithm) in cases(gpus == 8) {
             for protocol in Protocol::ALL {
-                if algorithm == Algorithm::Nvls && protocol != Protocol::Simple {
+                if matches!(algorithm, Algorithm::Nvls | Algorithm::NvlsTree)
+                    && protocol != Protocol::Simple
+                {
                     continue;
                 }
                 for size in [1 << 20, 256 << 20] {
