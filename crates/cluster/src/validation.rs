@@ -88,7 +88,8 @@ pub struct BenchSpec {
 pub struct RunSpec {
     /// Relative to the measurement file.
     pub scenario: PathBuf,
-    /// `model-tflops` (per GPU), `mfu` (%), `tokens-per-s`, `iteration-ms`.
+    /// `model-tflops` (per GPU), `mfu` (%), `hfu` (%: hardware FLOPs over peak),
+    /// `tokens-per-s`, `iteration-ms`.
     pub metric: String,
 }
 
@@ -261,11 +262,14 @@ fn run_value(r: &RunSpec, base: &Path) -> Result<Value, String> {
     Ok(Value::Number(match r.metric.as_str() {
         "model-tflops" => job.model_tflops_per_gpu,
         "mfu" => job.mfu * 100.0,
+        "hfu" if job.model_tflops_per_gpu > 0.0 => {
+            job.hardware_tflops_per_gpu * job.mfu / job.model_tflops_per_gpu * 100.0
+        }
         "tokens-per-s" => job.tokens_per_s,
         "iteration-ms" => job.iteration_ms,
         other => {
             return Err(format!(
-                "metric `{other}`: model-tflops, mfu, tokens-per-s or iteration-ms"
+                "metric `{other}`: model-tflops, mfu, hfu, tokens-per-s or iteration-ms"
             ))
         }
     }))
