@@ -1,0 +1,321 @@
+//! The orchestrator's per-job state: each program's reverse dependencies and kernel times, each
+//! rank's streams and time accounting, each communicator's collectives in flight and the choice
+//! and plan each (operation, size) got, point-to-point transfers, and the packed events of the
+//! orchestrator's queue.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+use fabricsim_collectives::tuner::{predict, settle};
+use fabricsim_collectives::{Collective, Execution, Platform, Ranks, Request, Schedule};
+use fabricsim_workload::{ComputeModel, OpKind, Program};
+
+use crate::job::{CommConfig, JobSpec};
+use crate::p2p::P2p;
+use crate::stats::{CommScope, JobStats, Lane, Slice};
+
+/// Reverse dependency edges of a program (CSR) and each op's sequence number on its
+/// communicator slot.
+pub(super) struct ProgramIndex {
+    pub(super) offsets: Vec<u32>,
+    pub(super) dependents: Vec<u32>,
+    /// Per op: its index among the collectives of its group slot, in issue order.
+    pub(super) coll_seq: Vec<u32>,
+    /// Per op: how long its kernel runs (ns) under the job's compute model; 0 for others.
+    pub(super) kernel_ns: Vec<u64>,
+}
+
+impl ProgramIndex {
+    pub(super) fn new(p: &Program, compute: &ComputeModel) -> ProgramIndex {
+        let n = p.len();
+        let (offsets, dependents) = p.dependents();
+        // Sequence numbers follow a topological order: a trace's file order need not be the
+        // order its collectives are issued in, but every rank of a communicator issues them in
+        // dependency order. Ops on a cycle never run; they are numbered after the rest.
+        let mut order = p.topological_order();
+        if order.len() < n {
+            let mut seen = vec![false; n];
+            for &i in &order {
+                seen[i as usize] = true;
+            }
+            order.extend((0..n as u32).filter(|&i| !seen[i as usize]));
+        }
+        let mut per_slot = vec![0u32; usize::from(p.group_slots)];
+        let mut coll_seq = vec![u32::MAX; n];
+        for i in order {
+            if let OpKind::Collective { group, .. } = p.ops[i as usize].kind {
+                let s = &mut per_slot[group as usize];
+                coll_seq[i as usize] = *s;
+                *s += 1;
+            }
+        }
+        let kernel_ns = p
+            .ops
+            .iter()
+            .map(|op| match op.kind {
+                OpKind::Compute(c) => compute.time(&c).0,
+                OpKind::Memory { bytes, .. } => compute.memory_time(bytes).0,
+                _ => 0,
+            })
+            .collect();
+        ProgramIndex {
+            offsets,
+            dependents,
+            coll_seq,
+            kernel_ns,
+        }
+    }
+
+    pub(super) fn dependents(&self, op: u32) -> &[u32] {
+        &self.dependents[self.offsets[op as usize] as usize..self.offsets[op as usize + 1] as usize]
+    }
+}
+
+#[derive(Default)]
+pub(super) struct Stream {
+    pub(super) queue: VecDeque<u32>,
+    pub(super) busy: bool,
+    /// The running kernel, and when it started.
+    pub(super) op: u32,
+    pub(super) since: u64,
+}
+
+/// Per rank: streams and the time accounting of [`JobStats`].
+#[derive(Default)]
+pub(super) struct RankState {
+    pub(super) compute: Stream,
+    pub(super) memory: Stream,
+    /// Communication ops in flight (a collective from the rank's arrival, a transfer from its
+    /// start), by [`CommScope`].
+    pub(super) comm_active: [u32; 6],
+    pub(super) last: u64,
+    pub(super) compute_ns: u64,
+    /// Exposed communication by scope.
+    pub(super) exposed_ns: [u64; 6],
+    pub(super) finish: u64,
+}
+
+impl RankState {
+    /// Adds the time since the last change to the bucket of the state the rank was in.
+    pub(super) fn account(&mut self, now: u64) {
+        let dt = now.saturating_sub(self.last);
+        if self.compute.busy {
+            self.compute_ns += dt;
+        } else {
+            // Shared equally by the scopes in flight, the remainder to the first.
+            let active = self.comm_active.iter().filter(|&&c| c > 0).count() as u64;
+            if active > 0 {
+                let mut rest = dt % active;
+                for (i, &c) in self.comm_active.iter().enumerate() {
+                    if c > 0 {
+                        self.exposed_ns[i] += dt / active + rest;
+                        rest = 0;
+                    }
+                }
+            }
+        }
+        self.last = now;
+    }
+
+    pub(super) fn comm_began(&mut self, now: u64, scope: CommScope) {
+        self.account(now);
+        self.comm_active[scope as usize] += 1;
+    }
+}
+
+/// A collective instance waiting for members or running.
+pub(super) struct Instance {
+    pub(super) job: u32,
+    pub(super) group: u32,
+    pub(super) op: Collective,
+    pub(super) bytes: u64,
+    /// (rank, op, arrival time)
+    pub(super) members: Vec<(u32, u32, u64)>,
+    pub(super) start: u64,
+    pub(super) exec: Option<Execution>,
+    /// The time an own event of the execution is scheduled at (to avoid duplicates).
+    pub(super) wake: u64,
+}
+
+pub(super) struct GroupState {
+    /// The sequence number allowed to start next.
+    pub(super) next: u32,
+    pub(super) busy: bool,
+    /// Instances by sequence number: arrived members.
+    pub(super) pending: BTreeMap<u32, u32>,
+    pub(super) ranks: Option<Ranks>,
+    /// Per (operation, size) the group has run: what was chosen and planned the first time.
+    pub(super) memo: Vec<Memo>,
+}
+
+/// What a group's collective of one operation and size was given the first time; the same
+/// inputs give the same choice and the same plan, so later instances reuse them.
+pub(super) struct Memo {
+    pub(super) op: Collective,
+    pub(super) bytes: u64,
+    pub(super) choice: Option<Choice>,
+    pub(super) schedule: Option<Arc<Schedule>>,
+}
+
+/// Algorithm, protocol, and the closed-form time (ns) of a collective inside one host.
+pub(crate) type Choice = (
+    fabricsim_collectives::Algorithm,
+    fabricsim_collectives::Protocol,
+    Option<u64>,
+);
+
+/// What NCCL's tuner picks for `op` of `bytes` on `ranks` (on `platform`), within the job's
+/// settings, and the closed-form time inside one host.
+pub(crate) fn choice(
+    platform: &Platform,
+    ranks: &Ranks,
+    comm: &CommConfig,
+    op: Collective,
+    bytes: u64,
+) -> Choice {
+    let req = Request {
+        op,
+        bytes,
+        ranks,
+        algorithm: fabricsim_collectives::Algorithm::Ring,
+        channels: comm.channels,
+        chunk: comm.chunk,
+        fidelity: comm.fidelity,
+        sizes: None,
+    };
+    let (algorithm, protocol) = settle(
+        &req,
+        platform,
+        comm.algorithm.filter(|a| a.supports(op)),
+        comm.protocol,
+    );
+    let closed = (comm.host_closed_form && ranks.hosts().len() == 1)
+        .then(|| predict(&Request { algorithm, ..req }, platform, protocol).ok())
+        .flatten()
+        .map(|us| (us * 1e3).round() as u64);
+    (algorithm, protocol, closed)
+}
+
+/// The index of `(op, bytes)` in the group's memo, added if new.
+pub(super) fn gs_memo_index(gs: &mut GroupState, op: Collective, bytes: u64) -> usize {
+    match gs.memo.iter().position(|m| (m.op, m.bytes) == (op, bytes)) {
+        Some(i) => i,
+        None => {
+            gs.memo.push(Memo {
+                op,
+                bytes,
+                choice: None,
+                schedule: None,
+            });
+            gs.memo.len() - 1
+        }
+    }
+}
+
+pub(super) struct Transfer {
+    pub(super) job: u32,
+    /// The sending rank and op.
+    pub(super) src: (u32, u32),
+    pub(super) key: P2pKey,
+    /// The receiver's mailbox for the sender ([`P2p::peer_mailbox`]), if it has one.
+    pub(super) mailbox: Option<usize>,
+    /// The receive it was matched with, and since when: (op, time).
+    pub(super) recv: Option<(u32, u64)>,
+    pub(super) start: u64,
+    pub(super) bytes: u64,
+}
+
+#[derive(Clone, Copy)]
+pub(super) enum FlowOwner {
+    Exec { instance: u32, owner: u32 },
+    Transfer(u32),
+}
+
+pub(super) struct JobState {
+    pub(super) spec: JobSpec,
+    pub(super) index: Vec<ProgramIndex>,
+    /// Per rank: where its counters start in `remaining`, and the stride between its ops'.
+    pub(super) counters: Vec<(usize, usize)>,
+    /// Per (rank, op): dependencies not yet done. Laid out per program, op-major with the
+    /// ranks that share the program side by side, so the ranks of a tensor-parallel group,
+    /// which finish the same op at the same instant, touch one cache line, not eight.
+    pub(super) remaining: Vec<u32>,
+    pub(super) ranks: Vec<RankState>,
+    pub(super) groups: Vec<GroupState>,
+    pub(super) done: u64,
+    pub(super) total: u64,
+    pub(super) stats: JobStats,
+    /// Point-to-point matching by (src, dst, tag).
+    pub(super) p2p: P2p,
+}
+
+/// (source rank, destination rank, tag) of a send and its receive.
+pub(super) type P2pKey = (u32, u32, u64);
+
+/// An event of the orchestrator's own queue, packed so the heap compares one integer:
+/// time (64 bits), kind (2), then job (30) and rank for a kernel, or 0 and the instance for a
+/// collective. Ordered, so one instant's events go in a fixed order.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct Event(u128);
+
+impl Event {
+    pub(super) fn new(t: u64, kind: u8, a: u32, b: u32) -> Reverse<Event> {
+        debug_assert!(kind < 4 && a < 1 << 30);
+        Reverse(Event(
+            u128::from(t) << 64 | u128::from(kind) << 62 | u128::from(a) << 32 | u128::from(b),
+        ))
+    }
+
+    pub(super) fn time(self) -> u64 {
+        (self.0 >> 64) as u64
+    }
+
+    pub(super) fn kind(self) -> u8 {
+        (self.0 >> 62) as u8 & 3
+    }
+
+    pub(super) fn a(self) -> u32 {
+        (self.0 >> 32) as u32 & ((1 << 30) - 1)
+    }
+
+    pub(super) fn b(self) -> u32 {
+        self.0 as u32
+    }
+}
+
+impl JobState {
+    /// Index of the dependency counter of rank `r`'s op `op` in `remaining`.
+    pub(super) fn counter(&self, r: u32, op: u32) -> usize {
+        let (offset, stride) = self.counters[r as usize];
+        offset + op as usize * stride
+    }
+
+    /// What rank `r`'s communication op `op` serves.
+    pub(super) fn scope_of(&self, r: u32, op: u32) -> CommScope {
+        let w = &self.spec.workload;
+        match w.program_of(r).ops[op as usize].kind {
+            OpKind::Collective { group, .. } => {
+                let g = w.ranks[r as usize].groups[group as usize];
+                CommScope::of_group(&w.groups[g as usize].name)
+            }
+            _ => CommScope::Pp,
+        }
+    }
+
+    /// Rank `r`'s communication op `op`, in flight since `since`, ends at `t`.
+    pub(super) fn comm_ended(&mut self, r: u32, op: u32, since: u64, t: u64) {
+        let scope = self.scope_of(r, op);
+        let rank = &mut self.ranks[r as usize];
+        rank.account(t);
+        rank.comm_active[scope as usize] -= 1;
+        let label = self.spec.workload.program_of(r).ops[op as usize].label;
+        self.stats.slice(Slice {
+            rank: r,
+            lane: Lane::Comm,
+            label,
+            start: since,
+            end: t,
+        });
+    }
+}

@@ -1,0 +1,97 @@
+//! Point-to-point transfers: a send's bytes leave at once as a flow, and the matching receive
+//! completes when they have arrived.
+
+use super::*;
+
+impl Orchestrator<'_> {
+    /// Rank `src.0` sends (op `src.1`) at `t`: the data leaves now (sends are eager, as in
+    /// ASTRA-sim); the receive, posted before or after, completes when it has arrived.
+    pub(super) fn start_transfer(
+        &mut self,
+        j: u32,
+        src: (u32, u32),
+        key: P2pKey,
+        mailbox: Option<usize>,
+        t: u64,
+    ) -> Result<(), RunError> {
+        let id = self.transfers.len() as u32;
+        let job = &mut self.jobs[j as usize];
+        let bytes = match job.spec.workload.program_of(src.0).ops[src.1 as usize].kind {
+            OpKind::Send { bytes, .. } => bytes,
+            _ => 0,
+        };
+        // A receiver that never receives from this sender has no mailbox for it: the data
+        // arrives and nobody waits for it.
+        let recv = mailbox.and_then(|m| {
+            let slot = job.p2p.slot(m, key.2);
+            let recv = slot.recvs.pop_front();
+            if recv.is_none() {
+                slot.inflight.push_back(id);
+            }
+            job.p2p.tidy(m, key.2);
+            recv
+        });
+        let receiver = recv.map(|_| key.1);
+        for r in std::iter::once(src.0).chain(receiver) {
+            job.ranks[r as usize].comm_began(t, CommScope::Pp);
+        }
+        let (a, b) = (job.spec.gpus[key.0 as usize], job.spec.gpus[key.1 as usize]);
+        let seed = mix(job.spec.comm.seed ^ (u64::from(j) << 32) ^ 0x5e4d);
+        self.transfers.push(Transfer {
+            job: j,
+            src,
+            key,
+            mailbox,
+            // Counted as communication from now, when both sides are posted.
+            recv: recv.map(|(op, _)| (op, t)),
+            start: t,
+            bytes,
+        });
+        if bytes == 0 || a == b {
+            self.transfer_done(id, t);
+            return Ok(());
+        }
+        let flow = self
+            .net
+            .submit(FlowKey::connection(a, b, 0, seed), bytes, None)
+            .map_err(|error| RunError::Network {
+                job: self.jobs[j as usize].spec.name.clone(),
+                error,
+            })?;
+        self.flows += 1;
+        let slot = flow.0 as usize;
+        if self.flow_owner.len() <= slot {
+            self.flow_owner
+                .resize(slot + 1, FlowOwner::Transfer(u32::MAX));
+        }
+        self.flow_owner[slot] = FlowOwner::Transfer(id);
+        Ok(())
+    }
+
+    pub(super) fn transfer_done(&mut self, id: u32, t: u64) {
+        let tr = &self.transfers[id as usize];
+        let (j, src, key, mailbox, recv, start, bytes) = (
+            tr.job, tr.src, tr.key, tr.mailbox, tr.recv, tr.start, tr.bytes,
+        );
+        let job = &mut self.jobs[j as usize];
+        job.stats.transfer(bytes, t - start);
+        job.comm_ended(src.0, src.1, start, t);
+        self.complete(j, src.0, src.1, t);
+        let job = &mut self.jobs[j as usize];
+        match recv {
+            Some((op, since)) => {
+                job.comm_ended(key.1, op, since, t);
+                self.complete(j, key.1, op, t);
+            }
+            None => {
+                if let Some(m) = mailbox {
+                    let slot = job.p2p.slot(m, key.2);
+                    if let Some(pos) = slot.inflight.iter().position(|&x| x == id) {
+                        slot.inflight.remove(pos);
+                    }
+                    slot.arrived += 1;
+                }
+            }
+        }
+    }
+}
