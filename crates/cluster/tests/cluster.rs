@@ -173,6 +173,19 @@ fn generated_job_runs_and_is_deterministic() {
     // 2 stages × 4 micro-batches: the bubble shows as idle time.
     assert!(r.idle_fraction > 0.05, "{}", r.render());
     assert!(r.transfers.count == 2 * 4 * 2 * 8, "{}", r.transfers.count);
+    // The exposed communication, split by what it serves, adds up to the total, and the
+    // pipeline's sends and receives show as `pp`.
+    let by_scope: f64 = r.exposed_comm_by_scope.values().sum();
+    assert!(
+        (by_scope - r.exposed_comm_fraction).abs() < 1e-9,
+        "{}",
+        r.render()
+    );
+    assert!(r.exposed_comm_by_scope.contains_key("pp"), "{}", r.render());
+    assert!(r
+        .exposed_comm_by_scope
+        .keys()
+        .all(|k| ["tp", "cp", "pp", "dp", "ep", "other"].contains(k)));
 }
 
 /// Two ranks; rank 0 calls an all-reduce on both, rank 1 never does.

@@ -205,3 +205,45 @@ pub(super) fn plan(req: &Request<'_>, s: &mut Schedule) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::btree_parents;
+
+    /// A parent per position but the root, no cycle, at most two children each, and every
+    /// position but the two roots a leaf in at least one tree of the pair (what makes the
+    /// double binary tree).
+    #[test]
+    fn double_binary_tree_as_nccl_builds_it() {
+        for n in 1..200 {
+            let trees = [btree_parents(n, false), btree_parents(n, true)];
+            for parents in &trees {
+                assert_eq!(parents.iter().filter(|&&p| p == usize::MAX).count(), 1);
+                let mut children = vec![0; n];
+                for &p in parents.iter().filter(|&&p| p != usize::MAX) {
+                    children[p] += 1;
+                }
+                assert!(children.iter().all(|&c| c <= 2), "n {n}");
+                for start in 0..n {
+                    let (mut x, mut hops) = (start, 0);
+                    while parents[x] != usize::MAX {
+                        x = parents[x];
+                        hops += 1;
+                        assert!(hops <= n, "cycle at n {n}");
+                    }
+                }
+            }
+            let interior = |t: &Vec<usize>, x: usize| t.contains(&x);
+            let root = |t: &Vec<usize>, x: usize| t[x] == usize::MAX;
+            for x in (0..n).filter(|&x| !root(&trees[0], x) && !root(&trees[1], x)) {
+                assert!(
+                    !(interior(&trees[0], x) && interior(&trees[1], x)),
+                    "position {x} of {n} is interior in both trees"
+                );
+            }
+        }
+        // NCCL's illustration for 14 ranks: 8 is the root's child, 4 and 12 under it.
+        let t = btree_parents(14, false);
+        assert_eq!((t[8], t[4], t[12], t[13], t[1]), (0, 8, 8, 12, 2));
+    }
+}
