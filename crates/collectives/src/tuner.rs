@@ -13,6 +13,8 @@
 //! broadcast and reduce; NVLS runs only Simple. Point-to-point operations go direct (PXN when
 //! several ranks share a host).
 
+use fabricsim_topology::Nanos;
+
 use crate::algo::{plan, Algorithm, Fidelity, Request};
 use crate::layout::Ranks;
 use crate::model::{Costing, Platform};
@@ -169,11 +171,15 @@ impl Loads {
 
     /// The predicted time, ns, under `costing`.
     fn time(&self, sched: &Schedule, platform: &Platform, costing: &Costing) -> f64 {
-        let rate = |p: usize| match p {
-            0 | 1 => platform.nvlink,
-            2 | 3 => platform.pcie,
-            _ => platform.nic,
-        };
+        // Port rates, in `Port` order.
+        let rates = [
+            platform.nvlink,
+            platform.nvlink,
+            platform.pcie,
+            platform.pcie,
+            platform.nic,
+            platform.nic,
+        ];
         // Wire bytes per payload byte.
         let wire = 1.0 / costing.efficiency;
         let mut drain = vec![0.0f64; self.phases];
@@ -181,7 +187,7 @@ impl Loads {
         for (p, load) in self.ports.iter().enumerate() {
             for (i, &bytes) in load.iter().enumerate() {
                 if bytes > 0.0 {
-                    drain[p] = drain[p].max(bytes * wire / rate(i % PORTS).max(1.0) * 1e9);
+                    drain[p] = drain[p].max(bytes * wire / rates[i % PORTS].max(1.0) * 1e9);
                 }
             }
         }
@@ -191,12 +197,9 @@ impl Loads {
             }
             let group = &sched.groups[g];
             let (nvlink, network) = if gl.crosses {
-                (platform.nvlink_path, fabricsim_topology::Nanos(gl.path))
+                (platform.nvlink_path, Nanos(gl.path))
             } else {
-                (
-                    fabricsim_topology::Nanos(gl.path),
-                    fabricsim_topology::Nanos(0),
-                )
+                (Nanos(gl.path), Nanos(0))
             };
             let latency = costing.group_latency(group, gl.crosses, nvlink, network);
             let fill = costing.fill_time(
