@@ -303,9 +303,10 @@ pub fn render(rows: &[Row], command: &str) -> String {
          *inputs* column names the model's constants the row depends on, each cited in the code\n\
          next to it, and in docs/hardware.md); no published value is an input. A row outside its\n\
          tolerance stays, marked ✗, with the modelling reason.\n\n\
-         {} rows from {} sources; {within} within tolerance, {} outside.\n",
+         {} rows from {} source{}; {within} within tolerance, {} outside.\n",
         rows.len(),
         sources.len(),
+        if sources.len() == 1 { "" } else { "s" },
         rows.len() - within
     );
     out += "| # | source | what was measured | published | fabricsim | error | tolerance | | inputs |\n";
