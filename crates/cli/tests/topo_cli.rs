@@ -243,3 +243,40 @@ fn failures_leave_no_output_file() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(!Path::new("/nonexistent-dir/x.json").exists());
 }
+
+/// `-o` writes through a symbolic link and leaves it a link (it used to replace the link with
+/// a file), and writes to a device in place.
+#[cfg(unix)]
+#[test]
+fn export_writes_through_a_symlink_and_into_a_device() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("zone.json");
+    let link = dir.path().join("link.json");
+    std::fs::write(&target, "old").unwrap();
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let args = [
+        "topo",
+        "export",
+        "--preset",
+        "leaf-spine",
+        "--set",
+        "k=4",
+        "-o",
+    ];
+    let o = fabricsim(&[&args[..], &[link.to_str().unwrap()]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(std::fs::symlink_metadata(&link)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert!(std::fs::read_to_string(&target)
+        .unwrap()
+        .contains("fabricsim-topology"));
+    let o = fabricsim(&[&args[..], &["/dev/null"]].concat());
+    assert!(o.status.success(), "{}", stderr(&o));
+    use std::os::unix::fs::FileTypeExt;
+    assert!(std::fs::metadata("/dev/null")
+        .unwrap()
+        .file_type()
+        .is_char_device());
+}

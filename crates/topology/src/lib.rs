@@ -38,6 +38,7 @@ pub mod figures;
 pub mod format;
 pub mod ids;
 pub mod model;
+pub mod outfile;
 pub mod presets;
 pub mod reach;
 pub mod source;

@@ -10,7 +10,7 @@
 pub mod export;
 pub mod import;
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use prost::Message;
@@ -115,14 +115,10 @@ pub fn write_file(path: &Path, trace: &RankTrace) -> Result<(), ChakraError> {
     write_atomic(path, &bytes)
 }
 
-/// Writes `bytes` to `path` through a temporary file in the same directory.
+/// Writes `bytes` to `path`: a regular file whole or not at all, through a symbolic link, in
+/// place for a device ([`fabricsim_topology::outfile`]).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ChakraError> {
-    let tmp = path.with_extension("tmp-fabricsim");
-    let mut f = std::fs::File::create(&tmp).map_err(io(&tmp))?;
-    f.write_all(bytes).map_err(io(&tmp))?;
-    f.sync_all().map_err(io(&tmp))?;
-    drop(f);
-    std::fs::rename(&tmp, path).map_err(io(path))
+    fabricsim_topology::outfile::write_file(path, |w| w.write_all(bytes)).map_err(io(path))
 }
 
 /// The files of a trace: `<prefix>.0.et`, `<prefix>.1.et`, ... up to the first missing rank.
