@@ -9,7 +9,7 @@ use fabricsim_collectives::placement::{place, Placement};
 use fabricsim_collectives::{
     Algorithm, Collective, Fidelity, Generation, Protocol, QpMode, Ranks, Transport, DEFAULT_CHUNK,
 };
-use fabricsim_routing::cables_named;
+use fabricsim_routing::{cables_named, MAX_QPS};
 use fabricsim_te::Routing;
 use fabricsim_topology::{Bytes, Topology};
 
@@ -171,8 +171,12 @@ fn setup(args: &BenchArgs) -> Result<Setup, Failure> {
             "1 to 64 (NCCL's limit)",
         ));
     }
-    if args.qps == 0 {
-        return Err(bad("qps", "0", "at least 1"));
+    if args.qps == 0 || args.qps > MAX_QPS {
+        return Err(bad(
+            "qps",
+            &args.qps.to_string(),
+            &format!("1 to {MAX_QPS} (NCCL's limit)"),
+        ));
     }
     let chunk = match &args.chunk {
         None => DEFAULT_CHUNK,

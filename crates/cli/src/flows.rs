@@ -73,9 +73,10 @@ pub fn run(args: FlowsArgs) -> CmdResult {
     };
     let qps = match (args.qps, args.qp_mode) {
         (None, _) => QpUse::AsListed,
-        (Some(0), _) => {
+        (Some(n), _) if n == 0 || n > fabricsim_routing::MAX_QPS => {
             return Err(input(anyhow::anyhow!(
-                "--qps: `0` is not a number of QPs (at least 1)"
+                "--qps: `{n}` is not a number of QPs (1 to {}, NCCL's limit)",
+                fabricsim_routing::MAX_QPS
             )))
         }
         (Some(n), QpModeArg::Split) => QpUse::Split(n),

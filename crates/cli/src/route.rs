@@ -190,8 +190,11 @@ pub fn run(cmd: RouteCommand) -> CmdResult {
                     Pattern::NAMES.join(", ")
                 ))
             })?;
-            if qps == 0 || qps > 1024 {
-                return Err(input(anyhow::anyhow!("--qps {qps}: expected 1 to 1024")));
+            if qps == 0 || qps > fabricsim_routing::MAX_QPS {
+                return Err(input(anyhow::anyhow!(
+                    "--qps {qps}: expected 1 to {}",
+                    fabricsim_routing::MAX_QPS
+                )));
             }
             let all = topo.gpus();
             let n = gpus.unwrap_or(all.len());

@@ -105,8 +105,12 @@ fn solve(args: SolveArgs) -> CmdResult {
         .iter()
         .map(|s| Solver::parse_available(s).ok_or_else(|| bad("solver", s, &Solver::expected())))
         .collect::<Result<_, _>>()?;
-    if args.qps == 0 || args.qps > 1024 {
-        return Err(bad("qps", &args.qps.to_string(), "1 to 1024"));
+    if args.qps == 0 || args.qps > fabricsim_routing::MAX_QPS {
+        return Err(bad(
+            "qps",
+            &args.qps.to_string(),
+            &format!("1 to {}", fabricsim_routing::MAX_QPS),
+        ));
     }
     if !(args.epsilon > 0.0 && args.epsilon <= 0.5) {
         return Err(bad("epsilon", &args.epsilon.to_string(), "in (0, 0.5]"));

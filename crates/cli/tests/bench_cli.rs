@@ -80,6 +80,13 @@ fn bad_bench_flags_exit_2_naming_the_flag() {
             "power-of-two",
         ),
         (vec!["--compare-routing", "ecmp,magic"], "--compare-routing"),
+        // Billions of QPs once allocated a strand each and aborted.
+        (vec!["--qps", "4294967295"], "1 to 128"),
+        (vec!["--gpu", "V100"], "--gpu"),
+        (
+            vec!["--placement", "per-host", "--gpus", "100000"],
+            "--gpus",
+        ),
     ] {
         let out = fabricsim(&[&["bench", "--preset", "meta-ai-zone"], &args[..]].concat());
         assert_eq!(out.status.code(), Some(2), "{args:?}");

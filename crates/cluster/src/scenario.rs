@@ -527,8 +527,11 @@ fn collectives(c: &CollectivesToml) -> Result<CommConfig, String> {
         out.channels = ch;
     }
     if let Some(q) = c.qps {
-        if q == 0 || q > 64 {
-            return Err(format!("qps = {q}: expected 1 to 64"));
+        if q == 0 || q > fabricsim_routing::MAX_QPS {
+            return Err(format!(
+                "qps = {q}: expected 1 to {}",
+                fabricsim_routing::MAX_QPS
+            ));
         }
         out.qps = q;
     }

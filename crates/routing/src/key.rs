@@ -10,6 +10,10 @@ use fabricsim_topology::NodeId;
 /// IANA UDP port of RoCEv2.
 pub const ROCEV2_PORT: u16 = 4791;
 
+/// The most QPs a connection may spread over: NCCL's `NCCL_IB_MAX_QPS` (128,
+/// `src/transport/net_ib/common.h`), the bound of `NCCL_IB_QPS_PER_CONNECTION`.
+pub const MAX_QPS: u32 = 128;
+
 /// What a switch's hash sees of a flow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct FlowKey {

@@ -18,7 +18,7 @@ pub mod link_state;
 pub mod paths;
 pub mod router;
 
-pub use key::{FlowKey, ROCEV2_PORT};
+pub use key::{FlowKey, MAX_QPS, ROCEV2_PORT};
 pub use link_state::{cables_named, event_condition, DownError, LinkCondition, LinkState};
 pub use paths::PathFinder;
 pub use router::{HashConfig, HashedPolicy, Policy, Route, RouteError, Router, RoutingPolicy};
