@@ -254,3 +254,23 @@ fn bad_routing_input_exits_2() {
         );
     }
 }
+
+/// A start time past 2^62 ns is refused, naming the line (a flow starting at 2^64 − 1 ns used
+/// to end before it started).
+#[test]
+fn flow_start_times_are_bounded() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("late.csv");
+    std::fs::write(
+        &csv,
+        "src,dst,bytes,start\nhost0/gpu0,host1/gpu0,1GiB,18446744073709551615\n",
+    )
+    .unwrap();
+    let o = fabricsim(&[&["flows", "--flows", csv.to_str().unwrap()][..], &ZONE].concat());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("line 2: start: 18446744073709551615 ns is above 2^62 ns"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -191,3 +191,42 @@ fn rerouting_after_rounding_matches_cspf_with_uplinks_down() {
     assert!((max("te") - 1.0).abs() < 1e-3, "{v}");
     assert!(max("te:lp") <= max("te") + 1e-9, "{v}");
 }
+
+/// Volumes whose sum per GPU passes 2^64 do not wrap: four rows of 2^62 bytes from one GPU put
+/// that GPU at line rate (they used to sum to 0, "the demand is empty", or a tripled load).
+#[test]
+fn huge_volumes_are_summed_without_wrapping() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("big.csv");
+    let rows: String = (2..6)
+        .map(|h| format!("host0/gpu0,host{h}/gpu0,4611686018427387904\n"))
+        .collect();
+    std::fs::write(&f, format!("src,dst,bytes\n{rows}")).unwrap();
+    let o = fabricsim(
+        &[
+            &["te", "solve", "--demand", f.to_str().unwrap(), "--json"][..],
+            &ZONE,
+        ]
+        .concat(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    // The four demands share host0/gpu0's 400G NIC: 100 Gb/s each, 400 in all.
+    assert!(
+        (v["total_rate_gbps"].as_f64().unwrap() - 400.0).abs() < 1e-6,
+        "{v}"
+    );
+    // Above 2^62 bytes a row is refused, naming the line.
+    std::fs::write(
+        &f,
+        "src,dst,bytes\nhost0/gpu0,host2/gpu0,9223372036854775808\n",
+    )
+    .unwrap();
+    let o = fabricsim(&[&["te", "solve", "--demand", f.to_str().unwrap()][..], &ZONE].concat());
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("line 2: bytes") && stderr(&o).contains("2^62"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -18,6 +18,7 @@ use std::collections::HashMap;
 
 use fabricsim_routing::{FlowKey, HashConfig, Policy, Router};
 use fabricsim_topology::text::data_lines;
+use fabricsim_topology::units::MAX_QUANTITY;
 use fabricsim_topology::{Bytes, Nanos, NodeId, NodeKind, Topology};
 
 use crate::engine::{Completion, Engine};
@@ -88,6 +89,9 @@ pub fn read_flows_csv(text: &str, topo: &Topology) -> Result<Vec<(usize, FlowRec
             return Err(err("bytes: a flow carries at least one byte".into()));
         }
         let start = match cells[3].parse::<u64>() {
+            Ok(ns) if ns > MAX_QUANTITY => {
+                return Err(err(format!("start: {ns} ns is above 2^62 ns")));
+            }
             Ok(ns) => Nanos(ns),
             Err(_) => cells[3]
                 .parse::<Nanos>()

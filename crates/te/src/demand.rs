@@ -67,11 +67,12 @@ impl TrafficMatrix {
         rows: impl IntoIterator<Item = (NodeId, NodeId, u64)>,
     ) -> Self {
         let rows: Vec<(NodeId, NodeId, u64)> = rows.into_iter().collect();
-        let mut out = vec![0u64; topo.node_count()];
-        let mut inn = vec![0u64; topo.node_count()];
+        // Sums in 128 bits: rows of up to 2^64 − 1 bytes each cannot wrap.
+        let mut out = vec![0u128; topo.node_count()];
+        let mut inn = vec![0u128; topo.node_count()];
         for &(s, d, b) in &rows {
-            out[s.index()] += b;
-            inn[d.index()] += b;
+            out[s.index()] += u128::from(b);
+            inn[d.index()] += u128::from(b);
         }
         let mut scale = f64::INFINITY;
         for (n, (&o, &i)) in out.iter().zip(&inn).enumerate() {

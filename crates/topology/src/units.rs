@@ -273,8 +273,18 @@ fn parse_quantity(
     if numer % scale != 0 {
         return Err(err(format!("it is not a whole number of {base}")));
     }
-    u64::try_from(numer / scale).map_err(|_| err("the value is too large".into()))
+    let value = numer / scale;
+    if value > u128::from(MAX_QUANTITY) {
+        return Err(err(format!(
+            "the value is too large: at most 2^62 {base}, so that sums and simulated times stay exact"
+        )));
+    }
+    Ok(value as u64)
 }
+
+/// The largest quantity an input may give (2^62 nanoseconds, bytes or bytes per second): sums of
+/// a few of them and simulated times stay inside 64 bits. 2^62 ns is 146 years.
+pub const MAX_QUANTITY: u64 = 1 << 62;
 
 /// Writes `value / unit` as an exact decimal with trailing zeros trimmed.
 fn write_exact(f: &mut fmt::Formatter<'_>, value: u128, unit: u128, suffix: &str) -> fmt::Result {
@@ -384,6 +394,28 @@ serde_as_string!(Nanos, Bytes, Bandwidth);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quantities_stop_at_two_to_the_62() {
+        assert_eq!(
+            "4611686018427387904".parse::<Bytes>().unwrap().0,
+            MAX_QUANTITY
+        );
+        for big in ["4611686018427387905", "18446744073709551615ns", "147years"] {
+            let e = big
+                .parse::<Bytes>()
+                .map(|_| ())
+                .or_else(|_| big.parse::<Nanos>().map(|_| ()));
+            assert!(e.is_err(), "{big}");
+        }
+        let e = "18446744073709551615ns"
+            .parse::<Nanos>()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("at most 2^62 nanoseconds"), "{e}");
+        let e = "40000000Tbps".parse::<Bandwidth>().unwrap_err().to_string();
+        assert!(e.contains("at most 2^62 bytes per second"), "{e}");
+    }
 
     #[test]
     fn parses_the_spellings_people_use() {

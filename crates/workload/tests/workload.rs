@@ -374,3 +374,40 @@ fn resolve(w: &Workload, rank: u32, k: OpKind) -> String {
         k => format!("{k:?}"),
     }
 }
+
+/// A Chakra all-gather whose per-rank size times the ranks would wrap 64 bits is refused,
+/// naming the node (it used to report a wrapped byte count).
+#[test]
+fn chakra_sizes_that_would_wrap_are_refused() {
+    use fabricsim_workload::chakra::pb::attribute_proto::Value;
+    let mut t = training("llama3-8b", 2, 1, 1, 1, 2, DpMode::Fsdp);
+    t.model.layers = 1;
+    let w = generate(&t).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = dir.path().join("job").to_str().unwrap().to_string();
+    chakra::export(&w, &prefix).unwrap();
+    // Every all-gather (comm_type 2) of rank 0 gets a per-rank size of 2^62 bytes.
+    let file = std::path::PathBuf::from(format!("{prefix}.0.et"));
+    let mut trace = chakra::read_file(&file).unwrap();
+    let mut changed = 0;
+    for node in &mut trace.nodes {
+        let gather = node
+            .attr
+            .iter()
+            .any(|a| a.name == "comm_type" && a.value == Some(Value::Int64Val(2)));
+        for a in node
+            .attr
+            .iter_mut()
+            .filter(|a| gather && a.name == "comm_size")
+        {
+            a.value = Some(Value::Int64Val(1 << 62));
+            changed += 1;
+        }
+    }
+    assert!(changed > 0);
+    chakra::write_file(&file, &trace).unwrap();
+    let e = import(&prefix, Some(Path::new(&format!("{prefix}.json"))))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("above 2^62 bytes") && e.contains("node"), "{e}");
+}

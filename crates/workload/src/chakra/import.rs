@@ -21,6 +21,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use fabricsim_collectives::Collective;
+use fabricsim_topology::units::MAX_QUANTITY;
 use fabricsim_topology::Nanos;
 
 use super::pb::{self, attribute_proto::Value, CollectiveCommType, NodeType};
@@ -196,8 +197,15 @@ pub fn from_traces(
             let attrs = Attrs(&node.attr);
             let size = |what: &str| -> Result<u64, ChakraError> {
                 let v = attrs.int("comm_size").unwrap_or(0);
-                u64::try_from(v)
-                    .map_err(|_| node_err(node.id, format!("{what}: comm_size {v} is negative")))
+                let v = u64::try_from(v)
+                    .map_err(|_| node_err(node.id, format!("{what}: comm_size {v} is negative")))?;
+                if v > MAX_QUANTITY {
+                    return Err(node_err(
+                        node.id,
+                        format!("{what}: comm_size {v} is above 2^62 bytes"),
+                    ));
+                }
+                Ok(v)
             };
             let mut peer = |attr: &str, binding: &mut Binding| -> Result<u16, ChakraError> {
                 let p = attrs
@@ -323,7 +331,18 @@ pub fn from_traces(
                     });
                     let raw = size("collective")?;
                     let bytes = match op {
-                        Collective::AllGather | Collective::Gather => raw * members.len() as u64,
+                        Collective::AllGather | Collective::Gather => raw
+                            .checked_mul(members.len() as u64)
+                            .filter(|&b| b <= MAX_QUANTITY)
+                            .ok_or_else(|| {
+                                node_err(
+                                    node.id,
+                                    format!(
+                                        "comm_size {raw} over {} ranks is above 2^62 bytes",
+                                        members.len()
+                                    ),
+                                )
+                            })?,
                         _ => raw,
                     };
                     OpKind::Collective {
