@@ -21,9 +21,13 @@ pub struct ServeArgs {
     /// SQLite database holding the controller's state (created if absent).
     #[arg(long)]
     db: PathBuf,
-    /// Bearer token that POST, PUT and DELETE requests must carry (else $FABRICSIM_TOKEN).
+    /// Bearer token that POST, PUT and DELETE requests must carry. Prefer $FABRICSIM_TOKEN or
+    /// --token-file: a token on the command line shows in the process list.
     #[arg(long)]
     token: Option<String>,
+    /// A file holding the bearer token (one line), instead of --token.
+    #[arg(long, conflicts_with = "token", value_name = "FILE")]
+    token_file: Option<std::path::PathBuf>,
     /// TE solver for route computation: cspf, lp, highs (builds with the `highs` feature) or mwu.
     #[arg(long, default_value = "cspf")]
     solver: String,
@@ -37,14 +41,30 @@ pub struct ServeArgs {
 }
 
 pub fn run(args: ServeArgs) -> CmdResult {
-    let token = match args.token {
-        Some(t) => t,
-        None => std::env::var(TOKEN_VAR).map_err(|_| {
+    let token = match (args.token, &args.token_file) {
+        (Some(t), _) => t,
+        (None, Some(path)) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| input(anyhow!("--token-file {}: {e}", path.display())))?;
+            // One line; its end of line is not part of the token.
+            text.strip_suffix('\n')
+                .map(|t| t.strip_suffix('\r').unwrap_or(t))
+                .unwrap_or(&text)
+                .to_string()
+        }
+        (None, None) => std::env::var(TOKEN_VAR).map_err(|_| {
             input(anyhow!(
-                "no bearer token: give --token TOKEN or set {TOKEN_VAR}"
+                "no bearer token: set {TOKEN_VAR}, or give --token-file FILE (or --token TOKEN, \
+                 which other users of the machine can read in the process list)"
             ))
         })?,
     };
+    // A token a client cannot send as it is would refuse every write.
+    if token.is_empty() || token.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(input(anyhow!(
+            "the bearer token is empty or contains whitespace or control characters"
+        )));
+    }
     let solver = Solver::parse_available(&args.solver)
         .ok_or_else(|| bad("solver", &args.solver, &Solver::expected()))?;
     if args.threads == 0 || args.threads > 256 {

@@ -329,6 +329,18 @@ fn bad_requests_change_nothing() {
         e.contains("demands[0].dst") && e.contains("host99/gpu0"),
         "{e}"
     );
+    // An absurd rate (it used to be accepted, and every utilization became null).
+    let e = refused(
+        "PUT",
+        "/demands/x",
+        t,
+        &ring_demands(1.7e308).to_string(),
+        400,
+    );
+    assert!(
+        e.contains("demands[0].gbps") && e.contains("at most"),
+        "{e}"
+    );
     let e = refused(
         "PUT",
         "/demands/x",
@@ -464,6 +476,36 @@ fn serve_refuses_to_start_without_a_token() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("FABRICSIM_TOKEN"), "{err}");
+}
+
+/// A token with whitespace (which no client sends as it is) is refused at start, as is an empty
+/// one; a token file is read without its end of line; the database is created 0600.
+#[test]
+fn tokens_are_checked_at_start_and_the_database_is_private() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("c.db");
+    for token in [" s3cret", "s3cret ", "s3 cret", ""] {
+        let out = Command::new(env!("CARGO_BIN_EXE_fabricsim"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--token", token, "--db"])
+            .arg(&db)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{token:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("whitespace"), "{token:?}: {err}");
+        assert!(!db.exists(), "nothing is created when the token is refused");
+    }
+    let file = dir.path().join("token");
+    std::fs::write(&file, format!("{TOKEN}\n")).unwrap();
+    let cmd = Command::new(env!("CARGO_BIN_EXE_fabricsim"));
+    let s = Server::start_with(cmd, &db, &["--token-file", file.to_str().unwrap()]);
+    s.send("POST", "/topology", zone());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(&db).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{mode:o}");
+    }
 }
 
 #[test]

@@ -16,6 +16,9 @@ use serde::{Deserialize, Serialize};
 /// Most demands one set may hold, and most GPUs one job may place.
 pub const MAX_ROWS: usize = 1 << 20;
 
+/// The largest rate a document may give, bytes/s ([`fabricsim_topology::units::MAX_QUANTITY`]).
+const MAX_RATE: f64 = fabricsim_topology::units::MAX_QUANTITY as f64;
+
 /// A demand row resolved: source GPU, destination GPU, rate in bytes/s.
 pub type Row = (NodeId, NodeId, f64);
 
@@ -136,8 +139,12 @@ impl DemandSet {
                         "demands[{i}]: source and destination are the same GPU"
                     ));
                 }
-                if !(d.gbps.is_finite() && d.gbps > 0.0) {
-                    return Err(format!("demands[{i}].gbps: expected a rate above zero"));
+                // At most 2^62 bytes per second (37 Ebit/s), as every rate fabricsim reads.
+                if !(d.gbps.is_finite() && d.gbps > 0.0 && d.gbps * 1e9 / 8.0 <= MAX_RATE) {
+                    return Err(format!(
+                        "demands[{i}].gbps: expected a rate above zero and at most {} Gbit/s",
+                        MAX_RATE * 8.0 / 1e9
+                    ));
                 }
                 Ok((src, dst, d.gbps * 1e9 / 8.0))
             })

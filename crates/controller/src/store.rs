@@ -19,10 +19,14 @@ pub enum StoreError {
         path: String,
         error: rusqlite::Error,
     },
+    #[error("database {path}: {error}")]
+    Create { path: String, error: String },
     #[error("database: {0}")]
     Sql(#[from] rusqlite::Error),
     #[error("database schema {found} is not the schema {SCHEMA} this fabricsim uses")]
     Schema { found: i64 },
+    #[error("database is corrupt: {0}")]
+    Corrupt(String),
 }
 
 /// What the database held at start-up.
@@ -60,6 +64,21 @@ impl Store {
             path: path.display().to_string(),
             error,
         };
+        // A new database is created readable by its owner only: it holds the fabric and the
+        // jobs' traffic (SQLite gives its WAL and shared-memory files the same mode).
+        #[cfg(unix)]
+        if !path.exists() {
+            use std::os::unix::fs::OpenOptionsExt;
+            std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(path)
+                .map_err(|e| StoreError::Create {
+                    path: path.display().to_string(),
+                    error: e.to_string(),
+                })?;
+        }
         let conn = Connection::open(path).map_err(open_err)?;
         conn.pragma_update(None, "journal_mode", "WAL")
             .map_err(open_err)?;
@@ -109,11 +128,14 @@ impl Store {
         let events = stmt
             .query_map([], |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?)))?
             .collect::<Result<_, _>>()?;
+        let state_version = match self.meta("state_version")? {
+            None => 0,
+            Some(s) => s
+                .parse()
+                .map_err(|_| StoreError::Corrupt(format!("state_version `{s}` is not a number")))?,
+        };
         Ok(Saved {
-            state_version: self
-                .meta("state_version")?
-                .and_then(|s| s.parse().ok())
-                .unwrap_or(0),
+            state_version,
             fabric: self.meta("fabric")?,
             events,
             demands: pairs("SELECT id, doc FROM demands ORDER BY id")?,
@@ -173,5 +195,28 @@ impl Store {
         self.conn
             .execute("INSERT OR REPLACE INTO routes VALUES (1, ?1)", params![doc])?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A state version that is not a number stops the start (it used to reset to 0 silently).
+    #[test]
+    fn a_corrupt_state_version_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("c.db");
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.load().unwrap().state_version, 0);
+        store
+            .conn
+            .execute(
+                "UPDATE meta SET value = 'seven' WHERE key = 'state_version'",
+                [],
+            )
+            .unwrap();
+        let e = store.load().unwrap_err().to_string();
+        assert!(e.contains("corrupt") && e.contains("seven"), "{e}");
     }
 }
