@@ -411,3 +411,19 @@ fn chakra_sizes_that_would_wrap_are_refused() {
         .to_string();
     assert!(e.contains("above 2^62 bytes") && e.contains("node"), "{e}");
 }
+
+/// A small gzip of zeros (each zero byte an empty node) is refused at the first empty record,
+/// naming the file and byte; it used to decode into hundreds of millions of nodes.
+#[test]
+fn a_gzip_bomb_of_empty_nodes_is_refused() {
+    use std::io::Write as _;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bomb.0.et");
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    gz.write_all(&vec![0u8; 16 << 20]).unwrap();
+    let packed = gz.finish().unwrap();
+    assert!(packed.len() < 64 << 10, "{}", packed.len());
+    std::fs::write(&path, packed).unwrap();
+    let e = chakra::read_file(&path).unwrap_err().to_string();
+    assert!(e.contains("bomb.0.et: byte 1: an empty node record"), "{e}");
+}

@@ -68,14 +68,32 @@ pub struct RankTrace {
     pub nodes: Vec<pb::Node>,
 }
 
-/// Reads one `.et` file, plain or gzipped.
+/// The most bytes one `.et` file may hold once decompressed (4 GiB; the largest real traces
+/// are a few MiB a rank): a small gzip cannot make the reader allocate without bound.
+pub const MAX_FILE_BYTES: u64 = 4 << 30;
+
+/// Reads one `.et` file, plain or gzipped. Limits: [`MAX_FILE_BYTES`] decompressed, and no
+/// empty node record (each node then takes at least two bytes of the file, so memory stays a
+/// bounded multiple of the input).
 pub fn read_file(path: &Path) -> Result<RankTrace, ChakraError> {
+    let too_big = || ChakraError::Decode {
+        path: path.to_path_buf(),
+        offset: MAX_FILE_BYTES as usize,
+        what: format!("the trace is larger than {MAX_FILE_BYTES} bytes decompressed"),
+    };
     let raw = std::fs::read(path).map_err(io(path))?;
+    if raw.len() as u64 > MAX_FILE_BYTES {
+        return Err(too_big());
+    }
     let bytes = if raw.starts_with(&[0x1f, 0x8b]) {
         let mut out = Vec::new();
         flate2::read::GzDecoder::new(&raw[..])
+            .take(MAX_FILE_BYTES + 1)
             .read_to_end(&mut out)
             .map_err(io(path))?;
+        if out.len() as u64 > MAX_FILE_BYTES {
+            return Err(too_big());
+        }
         out
     } else {
         raw
@@ -96,6 +114,13 @@ pub fn read_file(path: &Path) -> Result<RankTrace, ChakraError> {
     let mut nodes = Vec::new();
     while !buf.is_empty() {
         let offset = bytes.len() - buf.len();
+        if buf[0] == 0 {
+            return Err(ChakraError::Decode {
+                path: path.to_path_buf(),
+                offset,
+                what: "an empty node record (a node has at least an id)".into(),
+            });
+        }
         nodes.push(pb::Node::decode_length_delimited(&mut buf).map_err(|e| decode_err(offset, e))?);
     }
     Ok(RankTrace { metadata, nodes })
