@@ -82,8 +82,23 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
-            eprintln!("error: {:#}", failure.error);
+            eprintln!("error: {}", printable(&format!("{:#}", failure.error)));
             ExitCode::from(failure.code)
         }
     }
+}
+
+/// `message` with control characters other than line breaks and tabs escaped (`\u{1b}`): an
+/// error echoes names from user input, which must not drive the terminal.
+fn printable(message: &str) -> String {
+    message
+        .chars()
+        .map(|c| {
+            if c.is_control() && c != '\n' && c != '\t' {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }

@@ -280,3 +280,16 @@ fn export_writes_through_a_symlink_and_into_a_device() {
         .file_type()
         .is_char_device());
 }
+
+/// A name from the command line is echoed in an error with its control characters escaped, so
+/// it cannot drive the terminal.
+#[test]
+fn errors_escape_control_characters() {
+    let o = fabricsim(&["topo", "describe", "--preset", "\u{1b}[31mred"]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(
+        !e.contains('\u{1b}') && e.contains("\\u{1b}[31mred"),
+        "{e:?}"
+    );
+}
