@@ -508,6 +508,31 @@ fn tokens_are_checked_at_start_and_the_database_is_private() {
     }
 }
 
+/// HEAD reads as GET does; query strings split on `&` with unknown keys refused; a write
+/// without the token is refused before its body is read (a body that never comes cannot hold
+/// the worker).
+#[test]
+fn head_queries_and_early_refusals() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = Server::start(&dir.path().join("c.db"), &[]);
+    s.send("POST", "/topology", zone());
+    let (status, _) = s.raw(b"HEAD /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    assert_eq!(status, 200);
+    let (status, v) = s.call("GET", "/utilization?top=1&x=2", None, "");
+    assert_eq!(status, 400, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("`x`"), "{v}");
+    let (status, v) = s.call("GET", "/utilization?top=1&", None, "");
+    assert_eq!(status, 200, "{v}");
+    // Headers announce a megabyte that is never sent: the 401 comes at once.
+    let mut c = TcpStream::connect(&s.addr).unwrap();
+    c.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    c.write_all(b"PUT /demands/x HTTP/1.1\r\nHost: x\r\nContent-Length: 1048576\r\n\r\n{")
+        .unwrap();
+    let mut reply = [0u8; 12];
+    c.read_exact(&mut reply).unwrap();
+    assert_eq!(&reply, b"HTTP/1.1 401");
+}
+
 #[test]
 fn openapi_documents_every_endpoint() {
     let spec = std::fs::read_to_string(concat!(

@@ -82,21 +82,59 @@ impl ApiError {
     }
 }
 
-pub fn handle(ctl: &Controller, req: &Request<'_>) -> Response {
-    let (path, query) = req.url.split_once('?').unwrap_or((req.url, ""));
-    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
-    let mutating = req.method != "GET";
-    if mutating && !ctl.authorized(req.bearer) {
-        return ApiError {
+/// The 401 for a request of `method` whose bearer token is not the controller's; `None` for
+/// a read (`GET`, `HEAD`) or an authorized write. The server asks before it reads a body.
+pub fn refusal(ctl: &Controller, method: &str, bearer: Option<&str>) -> Option<Response> {
+    let read = matches!(method, "GET" | "HEAD");
+    (!read && !ctl.authorized(bearer)).then(|| {
+        ApiError {
             status: 401,
             message: "this method needs `Authorization: Bearer TOKEN`".into(),
         }
-        .response();
+        .response()
+    })
+}
+
+pub fn handle(ctl: &Controller, req: &Request<'_>) -> Response {
+    if let Some(r) = refusal(ctl, req.method, req.bearer) {
+        return r;
     }
-    match route(ctl, req, &segments, query) {
+    let (path, query) = req.url.split_once('?').unwrap_or((req.url, ""));
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    // HEAD is GET without the body (the server sends no body for it).
+    let req = Request {
+        method: if req.method == "HEAD" {
+            "GET"
+        } else {
+            req.method
+        },
+        url: req.url,
+        bearer: req.bearer,
+        body: req.body,
+    };
+    match route(ctl, &req, &segments, query) {
         Ok(r) => r,
         Err(e) => e.response(),
     }
+}
+
+/// The `key=value` pairs of a query string, split on `&`; every key must be one of `known`.
+fn query_pairs<'q>(query: &'q str, known: &[&str]) -> Result<Vec<(&'q str, &'q str)>, ApiError> {
+    query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            if known.contains(&k) {
+                Ok((k, v))
+            } else {
+                Err(ApiError::invalid(format!(
+                    "unknown query parameter `{k}`; expected {}",
+                    known.join(", ")
+                )))
+            }
+        })
+        .collect()
 }
 
 fn route(
@@ -216,13 +254,12 @@ fn route(
             }))
         }
         ("GET", ["utilization"]) => {
-            let top = match query.strip_prefix("top=") {
-                None if query.is_empty() => usize::MAX,
-                Some(n) => n.parse().map_err(|_| {
+            let mut top = usize::MAX;
+            for (_, n) in query_pairs(query, &["top"])? {
+                top = n.parse().map_err(|_| {
                     ApiError::invalid(format!("top: `{n}` is not a count of links"))
-                })?,
-                None => return Err(ApiError::invalid(format!("unknown query `{query}`"))),
-            };
+                })?;
+            }
             let rv = ctl.routes();
             ok(json!({
                 "version": rv.version,

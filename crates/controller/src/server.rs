@@ -99,16 +99,22 @@ fn answer(ctl: &Controller, mut rq: tiny_http::Request, max_body: usize) {
         .find(|h| h.field.equiv("Authorization"))
         .and_then(|h| h.value.as_str().strip_prefix("Bearer "))
         .map(|t| t.trim().to_string());
-    let mut body = Vec::new();
-    let too_large = rq.body_length().is_some_and(|n| n > max_body) || {
-        let read = rq
-            .as_reader()
-            .take(max_body as u64 + 1)
-            .read_to_end(&mut body);
-        read.is_ok() && body.len() > max_body
-    };
     let (method, url) = (rq.method().as_str().to_string(), rq.url().to_string());
-    let response = if too_large {
+    // An unauthorized write is refused before its body is read: a client without the token
+    // cannot hold a worker by sending a body slowly.
+    let refused = api::refusal(ctl, &method, bearer.as_deref());
+    let mut body = Vec::new();
+    let too_large = refused.is_none()
+        && (rq.body_length().is_some_and(|n| n > max_body) || {
+            let read = rq
+                .as_reader()
+                .take(max_body as u64 + 1)
+                .read_to_end(&mut body);
+            read.is_ok() && body.len() > max_body
+        });
+    let response = if let Some(r) = refused {
+        r
+    } else if too_large {
         ApiError::too_large(max_body).response()
     } else {
         api::handle(
