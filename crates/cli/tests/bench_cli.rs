@@ -82,6 +82,7 @@ fn bad_bench_flags_exit_2_naming_the_flag() {
         (vec!["--compare-routing", "ecmp,magic"], "--compare-routing"),
         // Billions of QPs once allocated a strand each and aborted.
         (vec!["--qps", "4294967295"], "1 to 128"),
+        (vec!["--channels", "65"], "1 to 64"),
         (vec!["--gpu", "V100"], "--gpu"),
         (
             vec!["--placement", "per-host", "--gpus", "100000"],
