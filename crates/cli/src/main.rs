@@ -15,6 +15,7 @@ mod serve;
 mod te;
 mod topo;
 mod validate;
+mod whatif;
 
 use std::process::ExitCode;
 
@@ -56,6 +57,8 @@ enum Command {
     Calibrate(calibrate::CalibrateArgs),
     /// Regenerate the validation table (docs/validation.md) from published measurements.
     Validate(validate::ValidateArgs),
+    /// What draining, failing, derating or repairing an element costs each job, over seeds.
+    Whatif(Box<whatif::WhatIfArgs>),
 }
 
 fn main() -> ExitCode {
@@ -78,6 +81,7 @@ fn main() -> ExitCode {
         Command::Serve(args) => serve::run(args),
         Command::Calibrate(args) => calibrate::run(args),
         Command::Validate(args) => validate::run(args),
+        Command::Whatif(args) => whatif::run(*args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

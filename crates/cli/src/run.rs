@@ -77,7 +77,7 @@ pub struct ReplayArgs {
     out: OutputArgs,
 }
 
-fn sim_failure(e: SimError) -> Failure {
+pub(crate) fn sim_failure(e: SimError) -> Failure {
     if e.is_input() {
         input(e)
     } else {

@@ -7,7 +7,8 @@
 //! [`scenario`] reads the TOML scenario files `fabricsim run` takes. [`control`] changes the
 //! fabric during a run (link events, the TE controller) and [`demand`] gives the controller the
 //! jobs' traffic matrix. [`validation`] runs the published measurements of
-//! `validation/*.toml` and renders the table of `docs/validation.md`.
+//! `validation/*.toml` and renders the table of `docs/validation.md`. [`whatif`] costs
+//! operational actions (drains, failures, derates, repairs) per job over several seeds.
 
 pub mod control;
 pub mod demand;
@@ -21,6 +22,7 @@ pub mod simulate;
 pub mod stats;
 pub mod trace;
 pub mod validation;
+pub mod whatif;
 
 pub use job::{CommConfig, JobSpec};
 pub use orchestrator::{Orchestrator, RunError, RunOptions, RunOutput};

@@ -1,5 +1,5 @@
-//! Why a job cannot progress: the collectives whose members never all arrive, the receives with
-//! no send, the ops that wait on them.
+//! Why a job cannot progress: the GPUs a failure cut off, the collectives whose members never
+//! all arrive, the receives with no send, the ops that wait on them.
 
 use super::*;
 
@@ -9,6 +9,39 @@ impl Orchestrator<'_> {
         let job = &self.jobs[j as usize];
         let w = &job.spec.workload;
         let mut out = Vec::new();
+        // Flows a link event left with no path: the job is cut off, whatever waits on them.
+        let mut cut: Vec<String> = self
+            .net
+            .stalled()
+            .iter()
+            .map(|(_, e)| e.to_string())
+            .collect();
+        cut.sort();
+        cut.dedup();
+        if !cut.is_empty() {
+            let mut down: Vec<&str> = self.link_events[..self.applied]
+                .iter()
+                .filter(|e| e.event.state == "down")
+                .map(|e| e.event.target.as_str())
+                .collect();
+            down.sort_unstable();
+            down.dedup();
+            let more = if cut.len() > 3 {
+                format!(" (and {} more)", cut.len() - 3)
+            } else {
+                String::new()
+            };
+            cut.truncate(3);
+            out.push(format!(
+                "cut off by {}: {}{more}",
+                if down.is_empty() {
+                    "the links that are down".to_string()
+                } else {
+                    down.join(", ")
+                },
+                cut.join("; ")
+            ));
+        }
         for (g, gs) in job.groups.iter().enumerate() {
             for (&seq, &i) in &gs.pending {
                 let inst = &self.instances[i as usize];
@@ -59,7 +92,7 @@ impl Orchestrator<'_> {
             ));
         }
         if out.is_empty() {
-            // Nothing waits on a peer: the ops left wait on each other (a cycle).
+            // Nothing waits on a peer or a path: the ops left wait on each other (a cycle).
             'ranks: for (r, b) in w.ranks.iter().enumerate() {
                 let p = &w.programs[b.program as usize];
                 for (i, op) in p.ops.iter().enumerate() {

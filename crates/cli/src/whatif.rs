@@ -1,0 +1,129 @@
+//! `fabricsim whatif SCENARIO`: what draining, failing, derating or repairing an element costs
+//! each job of a scenario, over several seeds (docs/commands/whatif.md).
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use anyhow::anyhow;
+use clap::Args;
+use fabricsim_cluster::scenario::Scenario;
+use fabricsim_cluster::whatif::{what_if, Action, WhatIfReport};
+
+use crate::failure::{input, other, CmdResult};
+use crate::output::write_output;
+use crate::run::sim_failure;
+
+#[derive(Args)]
+pub struct WhatIfArgs {
+    /// The scenario to take the actions on.
+    scenario: PathBuf,
+    /// Drain a switch, a NIC or a cable (`A--B`) for the whole iteration; repeatable, one
+    /// action each.
+    #[arg(long, value_name = "NAME")]
+    drain: Vec<String>,
+    /// Fail one (the same as a drain for an iteration's cost); repeatable.
+    #[arg(long, value_name = "NAME")]
+    fail: Vec<String>,
+    /// Repair one that the scenario takes down; repeatable.
+    #[arg(long, value_name = "NAME")]
+    repair: Vec<String>,
+    /// Derate one to a capacity in Gbit/s (`NAME=GBPS`); repeatable.
+    #[arg(long, value_name = "NAME=GBPS")]
+    derate: Vec<String>,
+    /// Seeds to run each action and the baseline under (ECMP hash, connection ports, random
+    /// placements).
+    #[arg(long, default_value_t = 5)]
+    seeds: u32,
+    /// Price of a GPU-hour, to give each action a cost per day.
+    #[arg(long, value_name = "PER_GPU_HOUR")]
+    price: Option<f64>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn run(args: WhatIfArgs) -> CmdResult {
+    let scenario = Scenario::load(&args.scenario).map_err(input)?;
+    if args.seeds == 0 || args.seeds > 64 {
+        return Err(input(anyhow!("--seeds {}: expected 1 to 64", args.seeds)));
+    }
+    if let Some(p) = args.price {
+        if !(p.is_finite() && p >= 0.0) {
+            return Err(input(anyhow!(
+                "--price {p}: expected a price of zero or more"
+            )));
+        }
+    }
+    let mut actions = Vec::new();
+    for (kind, names) in [
+        ("drain", &args.drain),
+        ("fail", &args.fail),
+        ("repair", &args.repair),
+    ] {
+        actions.extend(names.iter().map(|n| Action::new(kind, n, None)));
+    }
+    for d in &args.derate {
+        let (name, gbps) = d
+            .rsplit_once('=')
+            .and_then(|(n, g)| g.parse::<f64>().ok().map(|g| (n, g)))
+            .ok_or_else(|| input(anyhow!("--derate {d}: expected NAME=GBPS")))?;
+        actions.push(Action::new("derate", name, Some(gbps)));
+    }
+    if actions.is_empty() {
+        return Err(input(anyhow!(
+            "no action: give --drain, --fail, --repair or --derate NAME"
+        )));
+    }
+    let topo = scenario.fabric.load().map_err(input)?;
+    let report = what_if(&scenario, &topo, &actions, args.seeds).map_err(sim_failure)?;
+    let text = if args.json {
+        serde_json::to_string_pretty(&report).map_err(other)? + "\n"
+    } else {
+        render(&report, &args.scenario.display().to_string(), args.price)
+    };
+    write_output(None, |w| w.write_all(text.as_bytes())).map_err(other)
+}
+
+fn render(r: &WhatIfReport, name: &str, price: Option<f64>) -> String {
+    let mut out = format!(
+        "# fabricsim what-if: {name}, {} seed(s) (ECMP hash, connection ports and random placements redrawn per seed)\n",
+        r.seeds
+    );
+    for (job, ms) in &r.baseline {
+        let (lo, hi) = ms
+            .iter()
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
+                (a.min(x), b.max(x))
+            });
+        let _ = writeln!(out, "# baseline {job}: {lo:.3} to {hi:.3} ms per iteration");
+    }
+    out += "#\n";
+    let cost = if price.is_some() { "    cost/day" } else { "" };
+    let _ = writeln!(
+        out,
+        "{:<40} {:<12} {:>10} {:>10} {:>10} {:>14}{cost}",
+        "action (cheapest first)", "job", "median", "min", "max", "GPU-h lost/day"
+    );
+    for a in &r.actions {
+        if let Some(e) = &a.error {
+            let _ = writeln!(out, "{:<40} cannot be taken: {e}", a.action);
+            continue;
+        }
+        for (i, j) in a.jobs.iter().enumerate() {
+            let label = if i == 0 { a.action.as_str() } else { "" };
+            let money = price.map_or(String::new(), |p| {
+                format!(" {:>11.0}", j.gpu_hours_lost_per_day * p)
+            });
+            let _ = writeln!(
+                out,
+                "{label:<40} {:<12} {:>+9.1}% {:>+9.1}% {:>+9.1}% {:>14.1}{money}",
+                j.job,
+                j.median_change * 100.0,
+                j.min_change * 100.0,
+                j.max_change * 100.0,
+                j.gpu_hours_lost_per_day
+            );
+        }
+    }
+    out + "# change: the iteration's time under the action against the baseline of the same seed\n"
+}

@@ -1,0 +1,232 @@
+//! What an operational action costs each job: a scenario's baseline and the same scenario with
+//! the action taken (a switch drained or failed, a cable derated, an element repaired), each
+//! simulated over several seeds, compared seed by seed.
+//!
+//! A seed changes everything that hashing and random draws decide and nothing else: the ECMP
+//! hash seed, the jobs' connection seeds (their UDP source ports) and the draws of random
+//! placements. One seed's answer can be an accident of one hash (a drain that moves an unlucky
+//! collision away makes a job faster); the median and the range over seeds say how much of the
+//! answer is the action. An action takes effect at the start of the iteration and lasts all of
+//! it: its cost is a steady state, per iteration.
+//!
+//! The runs are independent and run in parallel (rayon); results are collected in run order,
+//! so the report is the same for any number of threads.
+
+use rayon::prelude::*;
+
+use fabricsim_topology::{Nanos, Topology};
+
+use crate::control::LinkEvent;
+use crate::orchestrator::RunOptions;
+use crate::placement::Placement;
+use crate::scenario::Scenario;
+use crate::simulate::{simulate, SimError};
+
+/// One action: what it is called in the report, and the link events it takes at time 0.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Action {
+    pub label: String,
+    pub events: Vec<LinkEvent>,
+}
+
+impl Action {
+    /// `kind` (`drain`, `fail`, `repair`, `derate`) of the switch, NIC or cable `target`.
+    pub fn new(kind: &str, target: &str, gbps: Option<f64>) -> Action {
+        let state = match kind {
+            "repair" => "up",
+            "derate" => "derate",
+            _ => "down",
+        };
+        let label = match gbps {
+            Some(g) => format!("{kind} {target} to {g} Gbit/s"),
+            None => format!("{kind} {target}"),
+        };
+        Action {
+            label,
+            events: vec![LinkEvent {
+                at: Nanos(0),
+                target: target.to_string(),
+                state: state.to_string(),
+                gbps,
+            }],
+        }
+    }
+}
+
+/// One job under one action, over the seeds.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct JobCost {
+    pub job: String,
+    pub gpus: u32,
+    /// Iteration time per seed, ms.
+    pub iteration_ms: Vec<f64>,
+    /// Relative change of the iteration per seed (action over baseline, minus one).
+    pub change: Vec<f64>,
+    pub median_change: f64,
+    pub min_change: f64,
+    pub max_change: f64,
+    /// Tokens per second lost, median over seeds (negative: gained).
+    pub tokens_per_s_lost: f64,
+    /// GPU-hours of work lost per day the action lasts, median over seeds: the job's GPUs for
+    /// 24 h times the fraction of its throughput lost.
+    pub gpu_hours_lost_per_day: f64,
+}
+
+/// One action's outcome: every job's cost, or why the action cannot be taken.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct ActionCost {
+    pub action: String,
+    /// Set when a run under the action failed (a job cut off by it, say): the first seed's
+    /// error.
+    pub error: Option<String>,
+    pub jobs: Vec<JobCost>,
+    /// Summed over jobs.
+    pub gpu_hours_lost_per_day: f64,
+}
+
+/// The baseline's iteration per job and seed, and each action's costs, cheapest first.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct WhatIfReport {
+    pub seeds: u32,
+    /// (job, iteration ms per seed) of the baseline.
+    pub baseline: Vec<(String, Vec<f64>)>,
+    pub actions: Vec<ActionCost>,
+}
+
+/// One run's jobs: (name, GPUs, iteration ms, tokens per second).
+type RunJobs = Vec<(String, u32, f64, f64)>;
+
+/// `s` with seed `k` applied to everything hashing and random draws decide (module docs).
+fn seeded(s: &Scenario, k: u32) -> Scenario {
+    let mut s = s.clone();
+    let k = u64::from(k);
+    s.hash.seed = s.hash.seed.wrapping_add(k);
+    for j in &mut s.jobs {
+        j.comm.seed = j.comm.seed.wrapping_add(k);
+        if let Placement::Random { seed } = &mut j.placement {
+            *seed = seed.wrapping_add(k);
+        }
+    }
+    s
+}
+
+/// Runs the baseline and every action over `seeds` seeds.
+pub fn what_if(
+    s: &Scenario,
+    topo: &Topology,
+    actions: &[Action],
+    seeds: u32,
+) -> Result<WhatIfReport, SimError> {
+    let seeds = seeds.max(1);
+    // Run r = variant · seeds + seed; variant 0 is the baseline.
+    let runs: Vec<(usize, u32)> = (0..=actions.len())
+        .flat_map(|v| (0..seeds).map(move |k| (v, k)))
+        .collect();
+    let results: Vec<Result<RunJobs, SimError>> = runs
+        .par_iter()
+        .map(|&(v, k)| {
+            let mut sc = seeded(s, k);
+            if v > 0 {
+                sc.events.extend(actions[v - 1].events.iter().cloned());
+            }
+            sc.json = None;
+            sc.trace = None;
+            let run = simulate(&sc, topo, RunOptions::default(), |_, _, _| {})?;
+            Ok(run
+                .reports
+                .iter()
+                .map(|r| (r.name.clone(), r.gpus, r.iteration_ms, r.tokens_per_s))
+                .collect())
+        })
+        .collect();
+    let mut results = results.into_iter();
+    // The baseline must run: an action's cost is relative to it.
+    let mut base = Vec::with_capacity(seeds as usize);
+    for _ in 0..seeds {
+        base.push(results.next().expect("one result per run")?);
+    }
+    let baseline: Vec<(String, Vec<f64>)> = base[0]
+        .iter()
+        .enumerate()
+        .map(|(j, (name, ..))| (name.clone(), base.iter().map(|b| b[j].2).collect()))
+        .collect();
+    let mut costs = Vec::with_capacity(actions.len());
+    for action in actions {
+        let runs: Vec<_> = (0..seeds)
+            .map(|_| results.next().expect("one result per run"))
+            .collect();
+        if let Some(Err(e)) = runs.iter().find(|r| r.is_err()) {
+            costs.push(ActionCost {
+                action: action.label.clone(),
+                error: Some(e.to_string()),
+                jobs: Vec::new(),
+                gpu_hours_lost_per_day: f64::INFINITY,
+            });
+            continue;
+        }
+        let runs: Vec<RunJobs> = runs.into_iter().map(|r| r.expect("checked")).collect();
+        let jobs: Vec<JobCost> = (0..base[0].len())
+            .map(|j| job_cost(&base, &runs, j))
+            .collect();
+        costs.push(ActionCost {
+            action: action.label.clone(),
+            error: None,
+            gpu_hours_lost_per_day: jobs.iter().map(|c| c.gpu_hours_lost_per_day).sum(),
+            jobs,
+        });
+    }
+    // Cheapest first; ties (and failures, infinitely costly) in the order given.
+    costs.sort_by(|a, b| {
+        a.gpu_hours_lost_per_day
+            .total_cmp(&b.gpu_hours_lost_per_day)
+    });
+    Ok(WhatIfReport {
+        seeds,
+        baseline,
+        actions: costs,
+    })
+}
+
+/// Job `j`'s cost, seed by seed against the baseline of the same seed.
+fn job_cost(
+    base: &[Vec<(String, u32, f64, f64)>],
+    runs: &[Vec<(String, u32, f64, f64)>],
+    j: usize,
+) -> JobCost {
+    let (name, gpus, ..) = &base[0][j];
+    let change: Vec<f64> = base
+        .iter()
+        .zip(runs)
+        .map(|(b, a)| a[j].2 / b[j].2 - 1.0)
+        .collect();
+    let lost: Vec<f64> = base
+        .iter()
+        .zip(runs)
+        .map(|(b, a)| b[j].3 - a[j].3)
+        .collect();
+    // The fraction of throughput lost: 1 − baseline time / action time.
+    let fraction: Vec<f64> = change.iter().map(|c| 1.0 - 1.0 / (1.0 + c)).collect();
+    JobCost {
+        job: name.clone(),
+        gpus: *gpus,
+        iteration_ms: runs.iter().map(|a| a[j].2).collect(),
+        median_change: median(&change),
+        min_change: change.iter().copied().fold(f64::INFINITY, f64::min),
+        max_change: change.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        change,
+        tokens_per_s_lost: median(&lost),
+        gpu_hours_lost_per_day: f64::from(*gpus) * 24.0 * median(&fraction),
+    }
+}
+
+/// The median (the mean of the middle two for an even count).
+fn median(v: &[f64]) -> f64 {
+    let mut s = v.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    match n {
+        0 => 0.0,
+        _ if n % 2 == 1 => s[n / 2],
+        _ => (s[n / 2 - 1] + s[n / 2]) / 2.0,
+    }
+}

@@ -1,0 +1,114 @@
+//! What an action costs: exactly nothing when it touches no link a job uses, the same report
+//! for any number of threads, and a job cut off by the action named with what cut it off.
+
+use std::path::Path;
+
+use fabricsim_cluster::scenario::Scenario;
+use fabricsim_cluster::whatif::{what_if, Action};
+
+/// An 8-rack AI Zone (2 hosts a rack) with a 32-GPU Llama job placed at random (its rings
+/// cross racks, so ECMP's hash matters) and a 16-GPU job packed into the first rack.
+const SCENARIO: &str = r#"
+[fabric]
+preset = "meta-ai-zone"
+set = ["racks=8"]
+
+[[job]]
+name = "packed"
+placement = "packed"
+
+[job.llm]
+model = "llama3-8b"
+layers = 2
+tp = 8
+sp = true
+dp = 2
+seq = 2048
+global_batch = 4
+
+[[job]]
+name = "spread"
+placement = "random"
+seed = 3
+
+[job.llm]
+model = "llama3-8b"
+layers = 2
+tp = 8
+sp = true
+dp = 4
+seq = 2048
+global_batch = 8
+"#;
+
+fn scenario() -> Scenario {
+    Scenario::parse(SCENARIO, Path::new("whatif-test.toml")).unwrap()
+}
+
+#[test]
+fn an_action_no_job_feels_costs_exactly_nothing() {
+    let s = scenario();
+    let topo = s.fabric.load().unwrap();
+    // Random placement over 16 hosts leaves some rack's hosts free in some seeds but not all:
+    // a derate to the full rate changes no capacity, whatever the placement.
+    let actions = [Action::new("derate", "zone0/ctsw0", Some(400.0))];
+    let r = what_if(&s, &topo, &actions, 4).unwrap();
+    for job in &r.actions[0].jobs {
+        assert!(job.change.iter().all(|&c| c == 0.0), "{job:?}");
+        assert_eq!(job.gpu_hours_lost_per_day, 0.0);
+    }
+}
+
+#[test]
+fn a_drain_of_a_rack_no_job_uses_costs_exactly_nothing() {
+    // The packed job alone, in the first rack: the last rack's switch is on none of its paths.
+    let text = &SCENARIO[..SCENARIO.find("[[job]]\nname = \"spread\"").unwrap()];
+    let s = Scenario::parse(text, Path::new("whatif-test.toml")).unwrap();
+    let topo = s.fabric.load().unwrap();
+    let actions = [Action::new("drain", "zone0/rack7/rtsw", None)];
+    let r = what_if(&s, &topo, &actions, 3).unwrap();
+    let job = &r.actions[0].jobs[0];
+    assert!(job.change.iter().all(|&c| c == 0.0), "{job:?}");
+}
+
+#[test]
+fn the_report_is_the_same_for_one_and_two_threads() {
+    let s = scenario();
+    let topo = s.fabric.load().unwrap();
+    let actions = [
+        Action::new("drain", "zone0/ctsw3", None),
+        Action::new("derate", "zone0/ctsw0", Some(100.0)),
+    ];
+    let run = |threads| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap()
+            .install(|| what_if(&s, &topo, &actions, 3).unwrap())
+    };
+    let (one, two) = (run(1), run(2));
+    assert_eq!(
+        serde_json::to_string(&one).unwrap(),
+        serde_json::to_string(&two).unwrap()
+    );
+    // The seeds differ: ECMP and the random placement are redrawn, so the baseline moves.
+    let spread = &one.baseline[1].1;
+    assert!(spread.iter().any(|&t| t != spread[0]), "{spread:?}");
+}
+
+#[test]
+fn a_job_cut_off_by_the_action_is_named_with_what_cut_it_off() {
+    let s = scenario();
+    let topo = s.fabric.load().unwrap();
+    let actions = [Action::new("drain", "zone0/rack0/rtsw", None)];
+    let r = what_if(&s, &topo, &actions, 1).unwrap();
+    let e = r.actions[0]
+        .error
+        .as_deref()
+        .expect("the drain cuts the packed job off");
+    assert!(
+        e.contains("cut off by zone0/rack0/rtsw") && e.contains("no path from `host0/gpu"),
+        "{e}"
+    );
+    assert_eq!(r.actions[0].gpu_hours_lost_per_day, f64::INFINITY);
+}
