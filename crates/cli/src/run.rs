@@ -48,6 +48,10 @@ pub struct RunArgs {
     /// for the centralized TE controller.
     #[arg(long)]
     routing: Option<String>,
+    /// Take a switch, a NIC or a cable (`A--B`) down from the start; repeatable (a one-off
+    /// what-if without editing the scenario; `fabricsim whatif` compares over seeds).
+    #[arg(long = "down", value_name = "NAME")]
+    down: Vec<String>,
     /// Also write each job's workload as Chakra traces: PREFIX.<rank>.et and PREFIX.json
     /// (PREFIX-<job>.… with several jobs).
     #[arg(long, value_name = "PREFIX")]
@@ -99,6 +103,14 @@ pub fn run(args: RunArgs) -> CmdResult {
     if let Some(r) = &args.routing {
         scenario.routing = Routing::parse(r)
             .ok_or_else(|| input(anyhow!("--routing {r}: expected {}", Routing::expected())))?;
+    }
+    for name in &args.down {
+        scenario.events.push(fabricsim_cluster::control::LinkEvent {
+            at: fabricsim_topology::Nanos(0),
+            target: name.clone(),
+            state: "down".into(),
+            gbps: None,
+        });
     }
     if let Some(prefix) = &args.export_chakra {
         export(&scenario, prefix)?;

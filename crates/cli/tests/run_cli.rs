@@ -195,3 +195,27 @@ fn te_failure_scenario_reports_events_and_recomputes() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("te:lp"), "{}", stderr(&o));
 }
+
+/// `--down` takes an element down from the start, as a scenario's event at time 0 would; a
+/// name that is no element is refused.
+#[test]
+fn down_takes_an_element_down_from_the_start() {
+    let zone = format!(
+        "{}/../../scenarios/two-jobs.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let o = fabricsim(&["run", &zone, "--down", "zone0/ctsw3"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stdout(&o).contains("# at 0.000 ms: zone0/ctsw3 down"),
+        "{}",
+        stdout(&o)
+    );
+    let o = fabricsim(&["run", &zone, "--down", "no/such"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("`no/such` names no node"),
+        "{}",
+        stderr(&o)
+    );
+}
