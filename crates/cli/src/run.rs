@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::anyhow;
 use clap::Args;
 use fabricsim_cluster::control::{TeConfig, Trigger};
-use fabricsim_cluster::orchestrator::RunOptions;
+use fabricsim_cluster::orchestrator::{RunError, RunOptions};
 use fabricsim_cluster::placement::Placement;
 use fabricsim_cluster::scenario::{JobEntry, Scenario, WorkloadSource};
 use fabricsim_cluster::simulate::{build_workload, simulate, ScenarioRun, SimError};
@@ -205,7 +205,30 @@ fn execute(scenario: Scenario, name: &str, out: &OutputArgs) -> CmdResult {
     if tty {
         eprint!("\r{:60}\r", "");
     }
-    let run = result.map_err(sim_failure)?;
+    let run = match result {
+        Ok(run) => run,
+        Err(SimError::Run(RunError::Stalled {
+            job,
+            at,
+            done,
+            total,
+            diagnosis,
+            finished,
+        })) => {
+            // The jobs that finished are reported; the run still fails (exit 1).
+            let mut text = format!(
+                "# fabricsim run: {name}\n# job `{job}` did not finish; the jobs that did:\n"
+            );
+            for stats in &finished {
+                text += &fabricsim_cluster::JobReport::new(stats).render();
+            }
+            write_output(out.output.as_deref(), |o| o.write_all(text.as_bytes())).map_err(other)?;
+            return Err(other(anyhow!(
+                "job `{job}` stalled at {at} ns with {done} of {total} ops done: {diagnosis}"
+            )));
+        }
+        Err(e) => return Err(sim_failure(e)),
+    };
     for w in &run.warnings {
         eprintln!("warning: {w}");
     }

@@ -211,6 +211,21 @@ fn down_takes_an_element_down_from_the_start() {
         "{}",
         stdout(&o)
     );
+    // Draining the switch under the Mixtral job's first rack cuts it off: the Llama job still
+    // finishes and is reported, the failure names what cut Mixtral off, and the exit is 1.
+    let o = fabricsim(&["run", &zone, "--down", "zone0/rack0/rtsw"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        stdout(&o).contains("job llama3-8b: 64 × H100"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        stderr(&o).contains("job `mixtral` stalled")
+            && stderr(&o).contains("cut off by zone0/rack0/rtsw: no path from `host0/gpu0`"),
+        "{}",
+        stderr(&o)
+    );
     let o = fabricsim(&["run", &zone, "--down", "no/such"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(

@@ -63,6 +63,8 @@ pub enum RunError {
         done: u64,
         total: u64,
         diagnosis: String,
+        /// What every job that did finish measured (the run goes on until nothing can move).
+        finished: Vec<JobStats>,
     },
 }
 
@@ -325,23 +327,28 @@ impl<'t> Orchestrator<'t> {
                 progress(t, done, total);
             }
         }
-        for (j, job) in self.jobs.iter().enumerate() {
-            if job.done < job.total {
-                return Err(RunError::Stalled {
-                    job: job.spec.name.clone(),
-                    at: now,
-                    done: job.done,
-                    total: job.total,
-                    diagnosis: self.diagnose(j as u32),
-                });
-            }
-        }
         for job in &mut self.jobs {
             job.stats.compute_ns = job.ranks.iter().map(|r| r.compute_ns).sum();
             for (i, slot) in job.stats.exposed_by_scope.iter_mut().enumerate() {
                 *slot = job.ranks.iter().map(|r| r.exposed_ns[i]).sum();
             }
             job.stats.exposed_comm_ns = job.stats.exposed_by_scope.iter().sum();
+        }
+        if let Some(j) = self.jobs.iter().position(|job| job.done < job.total) {
+            let job = &self.jobs[j];
+            return Err(RunError::Stalled {
+                job: job.spec.name.clone(),
+                at: now,
+                done: job.done,
+                total: job.total,
+                diagnosis: self.diagnose(j as u32),
+                finished: self
+                    .jobs
+                    .iter()
+                    .filter(|job| job.done == job.total)
+                    .map(|job| job.stats.clone())
+                    .collect(),
+            });
         }
         let end = self
             .jobs
