@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::anyhow;
 use clap::Args;
 use fabricsim_cluster::scenario::Scenario;
-use fabricsim_cluster::whatif::{what_if, Action, WhatIfReport};
+use fabricsim_cluster::whatif::{read_actions, what_if, Action, WhatIfReport};
 
 use crate::failure::{input, other, CmdResult};
 use crate::output::write_output;
@@ -30,6 +30,10 @@ pub struct WhatIfArgs {
     /// Derate one to a capacity in Gbit/s (`NAME=GBPS`); repeatable.
     #[arg(long, value_name = "NAME=GBPS")]
     derate: Vec<String>,
+    /// A file of actions, each a name and the elements it takes down, repairs or derates
+    /// together (docs/commands/whatif.md).
+    #[arg(long, value_name = "FILE")]
+    action_file: Option<PathBuf>,
     /// Seeds to run each action and the baseline under (ECMP hash, connection ports, random
     /// placements).
     #[arg(long, default_value_t = 5)]
@@ -69,9 +73,16 @@ pub fn run(args: WhatIfArgs) -> CmdResult {
             .ok_or_else(|| input(anyhow!("--derate {d}: expected NAME=GBPS")))?;
         actions.push(Action::new("derate", name, Some(gbps)));
     }
+    if let Some(path) = &args.action_file {
+        let text =
+            std::fs::read_to_string(path).map_err(|e| input(anyhow!("{}: {e}", path.display())))?;
+        actions.extend(
+            read_actions(&text, &path.display().to_string()).map_err(|e| input(anyhow!(e)))?,
+        );
+    }
     if actions.is_empty() {
         return Err(input(anyhow!(
-            "no action: give --drain, --fail, --repair or --derate NAME"
+            "no action: give --drain, --fail, --repair or --derate NAME, or --action-file"
         )));
     }
     let topo = scenario.fabric.load().map_err(input)?;

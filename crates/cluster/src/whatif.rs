@@ -53,6 +53,72 @@ impl Action {
     }
 }
 
+/// The action file of `fabricsim whatif --action-file` (docs/commands/whatif.md): each
+/// `[[action]]` a name and the elements it drains, fails, repairs or derates, all at once.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ActionFile {
+    action: Vec<ActionToml>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ActionToml {
+    name: String,
+    #[serde(default)]
+    drain: Vec<String>,
+    #[serde(default)]
+    fail: Vec<String>,
+    #[serde(default)]
+    repair: Vec<String>,
+    /// `{ target = NAME, gbps = G }` tables.
+    #[serde(default)]
+    derate: Vec<DerateToml>,
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DerateToml {
+    target: String,
+    gbps: f64,
+}
+
+/// Reads an action file; errors name the file and, for an action with nothing in it, the
+/// action.
+pub fn read_actions(text: &str, file: &str) -> Result<Vec<Action>, String> {
+    let f: ActionFile = toml::from_str(text).map_err(|e| format!("{file}: {e}"))?;
+    f.action
+        .into_iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let mut events = Vec::new();
+            for (kind, names) in [
+                ("drain", &a.drain),
+                ("fail", &a.fail),
+                ("repair", &a.repair),
+            ] {
+                for n in names {
+                    events.extend(Action::new(kind, n, None).events);
+                }
+            }
+            for d in &a.derate {
+                events.extend(Action::new("derate", &d.target, Some(d.gbps)).events);
+            }
+            if events.is_empty() {
+                return Err(format!(
+                    "{file}: action {} (`{}`) drains, fails, repairs and derates nothing",
+                    i + 1,
+                    a.name
+                ));
+            }
+            Ok(Action {
+                label: a.name,
+                events,
+            })
+        })
+        .collect()
+}
+
 /// One job under one action, over the seeds.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct JobCost {

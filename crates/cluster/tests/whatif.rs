@@ -112,3 +112,23 @@ fn a_job_cut_off_by_the_action_is_named_with_what_cut_it_off() {
     );
     assert_eq!(r.actions[0].gpu_hours_lost_per_day, f64::INFINITY);
 }
+
+#[test]
+fn an_action_file_takes_several_elements_at_once() {
+    use fabricsim_cluster::whatif::read_actions;
+    let text = r#"
+[[action]]
+name = "two CTSWs"
+drain = ["zone0/ctsw0", "zone0/ctsw1"]
+derate = [{ target = "zone0/ctsw2", gbps = 200 }]
+"#;
+    let a = read_actions(text, "a.toml").unwrap();
+    assert_eq!(a.len(), 1);
+    assert_eq!(a[0].label, "two CTSWs");
+    let states: Vec<&str> = a[0].events.iter().map(|e| e.state.as_str()).collect();
+    assert_eq!(states, ["down", "down", "derate"]);
+    let e = read_actions("[[action]]\nname = \"nothing\"\n", "b.toml").unwrap_err();
+    assert!(e.contains("b.toml: action 1 (`nothing`)"), "{e}");
+    let e = read_actions("[[action]]\nname = \"x\"\nunplug = [\"a\"]\n", "c.toml").unwrap_err();
+    assert!(e.contains("c.toml") && e.contains("unplug"), "{e}");
+}
