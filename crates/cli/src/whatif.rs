@@ -120,6 +120,12 @@ fn render(r: &WhatIfReport, name: &str, price: Option<f64>) -> String {
             let _ = writeln!(out, "{:<40} cannot be taken: {e}", a.action);
             continue;
         }
+        let busiest: Vec<String> = a
+            .tiers
+            .iter()
+            .take(3)
+            .map(|t| format!("{} {:.2} -> {:.2}", t.group, t.before, t.after))
+            .collect();
         for (i, j) in a.jobs.iter().enumerate() {
             let label = if i == 0 { a.action.as_str() } else { "" };
             let money = price.map_or(String::new(), |p| {
@@ -135,6 +141,13 @@ fn render(r: &WhatIfReport, name: &str, price: Option<f64>) -> String {
                 j.gpu_hours_lost_per_day
             );
         }
+        let _ = writeln!(
+            out,
+            "{:<40} busiest link groups: {}",
+            "",
+            busiest.join(", ")
+        );
     }
-    out + "# change: the iteration's time under the action against the baseline of the same seed\n"
+    out + "# change: the iteration's time under the action against the baseline of the same seed\n\
+           # link groups: the busiest link's utilization (payload over line rate), median over seeds, before -> after\n"
 }

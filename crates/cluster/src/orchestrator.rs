@@ -85,6 +85,10 @@ pub struct RunOutput {
     pub link_events: Vec<LinkEvent>,
     /// The TE controller's computations, with routing `te`.
     pub te: Vec<Recompute>,
+    /// Per group of links (one direction between two tiers: `rtsw->ctsw`, `nic->rtsw`), the
+    /// highest and the mean utilization over the run (payload over line rate), over the links
+    /// that carried traffic.
+    pub tiers: Vec<fabricsim_routing::balance::GroupLoad>,
 }
 
 /// Options of a run.
@@ -356,6 +360,19 @@ impl<'t> Orchestrator<'t> {
             .map(|j| j.stats.iteration_ns)
             .max()
             .unwrap_or(0);
+        let tiers = {
+            let topo = self.topo;
+            let stats = self.net.engine().link_stats();
+            let span = (stats.elapsed.0 as f64 * 1e-9).max(1e-12);
+            let util: Vec<f64> = topo
+                .links()
+                .iter()
+                .zip(&stats.bytes)
+                .map(|(link, &b)| b / (link.capacity.0 as f64 * span))
+                .collect();
+            let used: Vec<bool> = stats.bytes.iter().map(|&b| b > 0.0).collect();
+            fabricsim_routing::balance::group_loads(topo, &util, &used)
+        };
         let (flows, events) = (self.flows, self.events);
         let link_events = self.link_events[..self.applied]
             .iter()
@@ -368,6 +385,7 @@ impl<'t> Orchestrator<'t> {
             events,
             link_events,
             te: self.te.map(|te| te.log).unwrap_or_default(),
+            tiers,
         })
     }
 

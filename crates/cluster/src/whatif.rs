@@ -138,6 +138,15 @@ pub struct JobCost {
     pub gpu_hours_lost_per_day: f64,
 }
 
+/// One group of links (one direction between two tiers) before and after an action: the
+/// median over seeds of its busiest link's utilization.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct TierChange {
+    pub group: String,
+    pub before: f64,
+    pub after: f64,
+}
+
 /// One action's outcome: every job's cost, or why the action cannot be taken.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct ActionCost {
@@ -148,6 +157,8 @@ pub struct ActionCost {
     pub jobs: Vec<JobCost>,
     /// Summed over jobs.
     pub gpu_hours_lost_per_day: f64,
+    /// The link groups' highest utilization before and after, busiest after first.
+    pub tiers: Vec<TierChange>,
 }
 
 /// The baseline's iteration per job and seed, and each action's costs, cheapest first.
@@ -161,6 +172,9 @@ pub struct WhatIfReport {
 
 /// One run's jobs: (name, GPUs, iteration ms, tokens per second).
 type RunJobs = Vec<(String, u32, f64, f64)>;
+
+/// One run's link groups: (group, highest utilization).
+type RunTiers = Vec<(String, f64)>;
 
 /// `s` with seed `k` applied to everything hashing and random draws decide (module docs).
 fn seeded(s: &Scenario, k: u32) -> Scenario {
@@ -188,7 +202,7 @@ pub fn what_if(
     let runs: Vec<(usize, u32)> = (0..=actions.len())
         .flat_map(|v| (0..seeds).map(move |k| (v, k)))
         .collect();
-    let results: Vec<Result<RunJobs, SimError>> = runs
+    let results: Vec<Result<(RunJobs, RunTiers), SimError>> = runs
         .par_iter()
         .map(|&(v, k)| {
             let mut sc = seeded(s, k);
@@ -198,18 +212,28 @@ pub fn what_if(
             sc.json = None;
             sc.trace = None;
             let run = simulate(&sc, topo, RunOptions::default(), |_, _, _| {})?;
-            Ok(run
+            let jobs = run
                 .reports
                 .iter()
                 .map(|r| (r.name.clone(), r.gpus, r.iteration_ms, r.tokens_per_s))
-                .collect())
+                .collect();
+            let tiers = run
+                .output
+                .tiers
+                .iter()
+                .map(|g| (g.group.clone(), g.max_load))
+                .collect();
+            Ok((jobs, tiers))
         })
         .collect();
     let mut results = results.into_iter();
     // The baseline must run: an action's cost is relative to it.
     let mut base = Vec::with_capacity(seeds as usize);
+    let mut base_tiers = Vec::with_capacity(seeds as usize);
     for _ in 0..seeds {
-        base.push(results.next().expect("one result per run")?);
+        let (jobs, tiers) = results.next().expect("one result per run")?;
+        base.push(jobs);
+        base_tiers.push(tiers);
     }
     let baseline: Vec<(String, Vec<f64>)> = base[0]
         .iter()
@@ -227,10 +251,12 @@ pub fn what_if(
                 error: Some(e.to_string()),
                 jobs: Vec::new(),
                 gpu_hours_lost_per_day: f64::INFINITY,
+                tiers: Vec::new(),
             });
             continue;
         }
-        let runs: Vec<RunJobs> = runs.into_iter().map(|r| r.expect("checked")).collect();
+        let (runs, tiers): (Vec<RunJobs>, Vec<RunTiers>) =
+            runs.into_iter().map(|r| r.expect("checked")).unzip();
         let jobs: Vec<JobCost> = (0..base[0].len())
             .map(|j| job_cost(&base, &runs, j))
             .collect();
@@ -239,6 +265,7 @@ pub fn what_if(
             error: None,
             gpu_hours_lost_per_day: jobs.iter().map(|c| c.gpu_hours_lost_per_day).sum(),
             jobs,
+            tiers: tier_changes(&base_tiers, &tiers),
         });
     }
     // Cheapest first; ties (and failures, infinitely costly) in the order given.
@@ -283,6 +310,35 @@ fn job_cost(
         tokens_per_s_lost: median(&lost),
         gpu_hours_lost_per_day: f64::from(*gpus) * 24.0 * median(&fraction),
     }
+}
+
+/// Each link group's median highest utilization over the seeds, before and after (0 where a
+/// group carried nothing in a run), busiest after first.
+fn tier_changes(before: &[RunTiers], after: &[RunTiers]) -> Vec<TierChange> {
+    let mut groups: Vec<&str> = before
+        .iter()
+        .chain(after)
+        .flat_map(|t| t.iter().map(|(g, _)| g.as_str()))
+        .collect();
+    groups.sort_unstable();
+    groups.dedup();
+    let median_of = |runs: &[RunTiers], group: &str| {
+        let v: Vec<f64> = runs
+            .iter()
+            .map(|t| t.iter().find(|(g, _)| g == group).map_or(0.0, |x| x.1))
+            .collect();
+        median(&v)
+    };
+    let mut out: Vec<TierChange> = groups
+        .into_iter()
+        .map(|g| TierChange {
+            group: g.to_string(),
+            before: median_of(before, g),
+            after: median_of(after, g),
+        })
+        .collect();
+    out.sort_by(|a, b| b.after.total_cmp(&a.after).then(a.group.cmp(&b.group)));
+    out
 }
 
 /// The median (the mean of the middle two for an even count).

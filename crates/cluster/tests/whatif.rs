@@ -57,6 +57,15 @@ fn an_action_no_job_feels_costs_exactly_nothing() {
         assert!(job.change.iter().all(|&c| c == 0.0), "{job:?}");
         assert_eq!(job.gpu_hours_lost_per_day, 0.0);
     }
+    // The links carry what they carried: every group's busiest link is as busy as before.
+    let tiers = &r.actions[0].tiers;
+    assert!(
+        tiers
+            .iter()
+            .any(|t| t.group == "rtsw->ctsw" && t.before > 0.0),
+        "{tiers:?}"
+    );
+    assert!(tiers.iter().all(|t| t.before == t.after), "{tiers:?}");
 }
 
 #[test]
