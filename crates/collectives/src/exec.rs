@@ -1,10 +1,10 @@
 //! Runs a [`Schedule`] on a [`Network`]: transfers (step fidelity) or groups (pipelined) become
 //! bundles in the engine, released as their dependencies complete, with the protocol's overhead
-//! and latencies added as [`crate::schedule`] describes.
+//! and latencies ([`crate::model::Costing`]) added as [`crate::schedule`] describes. An NVLS
+//! transfer weighs NCCL's NVLS efficiency on its port; LL runs under NCCL's cap.
 //!
 //! An [`Execution`] is a passive state machine like the engines: it has a small event queue of
-//! its own (submissions after a per-step latency, arrivals after a path latency, groups
-//! finishing); its driver merges that queue with the engine's and with whatever else shares the
+//! its own (submissions, arrivals after a path and step latency, groups finishing); its driver merges that queue with the engine's and with whatever else shares the
 //! network, tells it which of its flows completed ([`Execution::flow_done`]) and lets it act at
 //! an instant ([`Execution::fire`]). [`run`] drives one execution alone; the cluster's
 //! orchestrator drives many at once on one fabric.

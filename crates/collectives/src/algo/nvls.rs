@@ -6,7 +6,7 @@
 //! rank multicasts (S/n up) to everyone (S down): S + S/n each way. All-gather: the rank's slice
 //! up, the other slices down. Reduce-scatter: S up, the rank's reduced slice down. Chunks
 //! pipeline: a chunk comes down once every rank has pushed it up. Only inside one NVSwitch
-//! domain: across hosts use `hierarchical` (NCCL's NVLS-tree is not modelled).
+//! domain: across hosts use `nvls-tree` (NVLS inside each host, a tree across, as NCCL does).
 
 use super::Request;
 use crate::op::Collective;
