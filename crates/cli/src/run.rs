@@ -7,8 +7,9 @@ use anyhow::anyhow;
 use clap::Args;
 use fabricsim_cluster::control::{TeConfig, Trigger};
 use fabricsim_cluster::orchestrator::{RunError, RunOptions};
+use fabricsim_cluster::overrides::Override;
 use fabricsim_cluster::placement::Placement;
-use fabricsim_cluster::scenario::{JobEntry, Scenario, WorkloadSource};
+use fabricsim_cluster::scenario::{JobEntry, Scenario, WorkloadSource, DEFAULT};
 use fabricsim_cluster::simulate::{build_workload, simulate, ScenarioRun, SimError};
 use fabricsim_cluster::trace::trace_json;
 use fabricsim_cluster::CommConfig;
@@ -52,6 +53,10 @@ pub struct RunArgs {
     /// what-if without editing the scenario; `fabricsim whatif` compares over seeds).
     #[arg(long = "down", value_name = "NAME")]
     down: Vec<String>,
+    /// Set a scenario key: `routing.policy=eecmp`, `job.NAME.llm.tp=4` (a job by its name);
+    /// repeatable (docs/commands/run.md).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
     /// Also write each job's workload as Chakra traces: PREFIX.<rank>.et and PREFIX.json
     /// (PREFIX-<job>.… with several jobs).
     #[arg(long, value_name = "PREFIX")]
@@ -90,13 +95,20 @@ pub(crate) fn sim_failure(e: SimError) -> Failure {
 }
 
 pub fn run(args: RunArgs) -> CmdResult {
+    let sets = args
+        .set
+        .iter()
+        .map(|s| Override::parse(s))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| input(anyhow!(e)))?;
     let (mut scenario, name) = match &args.scenario {
         Some(path) => (
-            Scenario::load(path).map_err(input)?,
+            Scenario::load_with(path, &sets).map_err(input)?,
             path.display().to_string(),
         ),
         None => (
-            Scenario::default_scenario(),
+            Scenario::parse_with(DEFAULT, Path::new("scenarios/default.toml"), &sets)
+                .map_err(input)?,
             "built-in default (scenarios/default.toml)".to_string(),
         ),
     };

@@ -6,8 +6,10 @@ use std::path::PathBuf;
 
 use anyhow::anyhow;
 use clap::Args;
+use fabricsim_cluster::maintenance::{plan, MaintenancePlan, PlanError};
 use fabricsim_cluster::scenario::Scenario;
 use fabricsim_cluster::whatif::{read_actions, what_if, Action, WhatIfReport};
+use fabricsim_topology::Topology;
 
 use crate::failure::{input, other, CmdResult};
 use crate::output::write_output;
@@ -41,9 +43,22 @@ pub struct WhatIfArgs {
     /// Price of a GPU-hour, to give each action a cost per day.
     #[arg(long, value_name = "PER_GPU_HOUR")]
     price: Option<f64>,
-    /// Print the report as JSON.
+    /// Plan a maintenance instead: every action must be taken once, `--at-once` at a time, each
+    /// batch for `--hours`; order them into the batches that cost the jobs least.
     #[arg(long)]
+    plan: bool,
+    /// With --plan: how many actions may be out together.
+    #[arg(long, default_value_t = 1, requires = "plan")]
+    at_once: usize,
+    /// With --plan: how long each batch is out, in hours.
+    #[arg(long, default_value_t = 1.0, requires = "plan")]
+    hours: f64,
+    /// Print the report as JSON.
+    #[arg(long, conflicts_with = "csv")]
     json: bool,
+    /// Print the report as CSV: a row per action and job (with --plan, a row per batch).
+    #[arg(long)]
+    csv: bool,
 }
 
 pub fn run(args: WhatIfArgs) -> CmdResult {
@@ -86,13 +101,150 @@ pub fn run(args: WhatIfArgs) -> CmdResult {
         )));
     }
     let topo = scenario.fabric.load().map_err(input)?;
+    if args.plan {
+        return run_plan(&args, &scenario, &topo, &actions);
+    }
     let report = what_if(&scenario, &topo, &actions, args.seeds).map_err(sim_failure)?;
     let text = if args.json {
         serde_json::to_string_pretty(&report).map_err(other)? + "\n"
+    } else if args.csv {
+        report_csv(&report, args.price).map_err(other)?
     } else {
         render(&report, &args.scenario.display().to_string(), args.price)
     };
     write_output(None, |w| w.write_all(text.as_bytes())).map_err(other)
+}
+
+fn run_plan(
+    args: &WhatIfArgs,
+    scenario: &Scenario,
+    topo: &Topology,
+    actions: &[Action],
+) -> CmdResult {
+    if args.at_once == 0 || args.at_once > actions.len() {
+        return Err(input(anyhow!(
+            "--at-once {}: expected 1 to the number of actions ({})",
+            args.at_once,
+            actions.len()
+        )));
+    }
+    if !(args.hours.is_finite() && args.hours > 0.0 && args.hours <= 8760.0) {
+        return Err(input(anyhow!(
+            "--hours {}: expected more than 0 and at most a year (8760)",
+            args.hours
+        )));
+    }
+    let p = plan(
+        scenario,
+        topo,
+        actions,
+        args.at_once,
+        args.hours,
+        args.seeds,
+    )
+    .map_err(|e| match e {
+        PlanError::Sim(e) => sim_failure(e),
+        e @ PlanError::CutsOff { .. } => input(anyhow!(e)),
+    })?;
+    let text = if args.json {
+        serde_json::to_string_pretty(&p).map_err(other)? + "\n"
+    } else if args.csv {
+        plan_csv(&p).map_err(other)?
+    } else {
+        render_plan(&p, &args.scenario.display().to_string(), args)
+    };
+    write_output(None, |w| w.write_all(text.as_bytes())).map_err(other)
+}
+
+fn render_plan(p: &MaintenancePlan, name: &str, args: &WhatIfArgs) -> String {
+    let mut out = format!(
+        "# fabricsim maintenance plan: {name}, {} at once, {} h a batch, {} seed(s)\n",
+        args.at_once, args.hours, args.seeds
+    );
+    let _ = writeln!(out, "{:<6} {:>14}  elements", "batch", "GPU-h lost/day");
+    for (i, b) in p.batches.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "{:<6} {:>14.1}  {}",
+            i + 1,
+            b.gpu_hours_lost_per_day,
+            b.elements.join(", ")
+        );
+    }
+    let naive = if p.naive_gpu_hours_lost.is_finite() {
+        format!("{:.1} GPU-h", p.naive_gpu_hours_lost)
+    } else {
+        "cuts a job off".to_string()
+    };
+    let _ = writeln!(
+        out,
+        "# plan: {:.1} GPU-h lost in all; the order given: {naive}{}",
+        p.gpu_hours_lost,
+        if p.naive_kept {
+            " (kept: cheaper than the search)"
+        } else {
+            ""
+        }
+    );
+    out
+}
+
+/// A row per action and job; an action that cannot be taken is one row with its error.
+fn report_csv(r: &WhatIfReport, price: Option<f64>) -> anyhow::Result<String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record([
+        "action",
+        "job",
+        "gpus",
+        "median_change",
+        "min_change",
+        "max_change",
+        "tokens_per_s_lost",
+        "gpu_hours_lost_per_day",
+        "cost_per_day",
+        "error",
+    ])?;
+    for a in &r.actions {
+        if let Some(e) = &a.error {
+            w.write_record([a.action.as_str(), "", "", "", "", "", "", "", "", e])?;
+            continue;
+        }
+        for j in &a.jobs {
+            let cost = price.map_or(String::new(), |p| {
+                (j.gpu_hours_lost_per_day * p).to_string()
+            });
+            w.write_record([
+                a.action.clone(),
+                j.job.clone(),
+                j.gpus.to_string(),
+                j.median_change.to_string(),
+                j.min_change.to_string(),
+                j.max_change.to_string(),
+                j.tokens_per_s_lost.to_string(),
+                j.gpu_hours_lost_per_day.to_string(),
+                cost,
+                String::new(),
+            ])?;
+        }
+    }
+    Ok(String::from_utf8(w.into_inner()?)?)
+}
+
+/// A row per batch, of the plan and of the order given.
+fn plan_csv(p: &MaintenancePlan) -> anyhow::Result<String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(["order", "batch", "elements", "gpu_hours_lost_per_day"])?;
+    for (order, batches) in [("plan", &p.batches), ("given", &p.naive)] {
+        for (i, b) in batches.iter().enumerate() {
+            w.write_record([
+                order.to_string(),
+                (i + 1).to_string(),
+                b.elements.join(" + "),
+                b.gpu_hours_lost_per_day.to_string(),
+            ])?;
+        }
+    }
+    Ok(String::from_utf8(w.into_inner()?)?)
 }
 
 fn render(r: &WhatIfReport, name: &str, price: Option<f64>) -> String {

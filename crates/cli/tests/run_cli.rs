@@ -234,3 +234,36 @@ fn down_takes_an_element_down_from_the_start() {
         stderr(&o)
     );
 }
+
+/// `--set` changes a key as editing the file would; a key or a job the scenario does not know
+/// is refused with status 2.
+#[test]
+fn set_changes_a_key_as_editing_the_file_would() {
+    let (_, edited) = default_with("[job.efficiency]\ngemm = 0.36\n");
+    let o = fabricsim(&[
+        "run",
+        "--set",
+        "job.llama3-8b.efficiency.gemm=0.36",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut set: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    set.as_object_mut().unwrap().remove("scenario");
+    assert_eq!(set, edited);
+    for (arg, want) in [
+        ("job.llama3-8b.llm.tpp=4", "unknown field `tpp`"),
+        (
+            "job.gpt.llm.tp=4",
+            "no job named `gpt`: expected one of llama3-8b",
+        ),
+        (
+            "routing.policy=warp",
+            "policy = \"warp\": expected one of ecmp",
+        ),
+        ("routing", "expected KEY=VALUE"),
+    ] {
+        let o = fabricsim(&["run", "--set", arg]);
+        assert_eq!(o.status.code(), Some(2), "{arg}");
+        assert!(stderr(&o).contains(want), "{arg}: {}", stderr(&o));
+    }
+}

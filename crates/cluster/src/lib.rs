@@ -4,16 +4,20 @@
 //! ([`job`]) and runs them over time on one shared fabric ([`orchestrator`]): kernels on each
 //! GPU's streams, collectives as executions on the network engine, point-to-point transfers as
 //! flows. [`stats`] and [`report`] say what each job took; [`trace`] writes a Perfetto trace;
-//! [`scenario`] reads the TOML scenario files `fabricsim run` takes. [`control`] changes the
+//! [`scenario`] reads the TOML scenario files `fabricsim run` takes, with keys
+//! overridden by [`overrides`] (`--set`). [`control`] changes the
 //! fabric during a run (link events, the TE controller) and [`demand`] gives the controller the
 //! jobs' traffic matrix. [`validation`] runs the published measurements of
 //! `validation/*.toml` and renders the table of `docs/validation.md`. [`whatif`] costs
-//! operational actions (drains, failures, derates, repairs) per job over several seeds.
+//! operational actions (drains, failures, derates, repairs) per job over several seeds;
+//! [`maintenance`] orders a set of drains into batches that cost the jobs least.
 
 pub mod control;
 pub mod demand;
 pub mod job;
+pub mod maintenance;
 pub mod orchestrator;
+pub mod overrides;
 mod p2p;
 pub mod placement;
 pub mod report;

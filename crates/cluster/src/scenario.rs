@@ -14,6 +14,7 @@ use serde::Deserialize;
 
 use crate::control::{LinkEvent, TeConfig};
 use crate::job::CommConfig;
+use crate::overrides::Override;
 use crate::placement::Placement;
 
 /// The built-in default scenario (`fabricsim run` with no file).
@@ -252,12 +253,31 @@ fn pick<T: Copy>(
 impl Scenario {
     /// Parses `text` (the file `file`, whose directory relative paths are taken from).
     pub fn parse(text: &str, file: &Path) -> Result<Scenario, ScenarioError> {
+        Scenario::parse_with(text, file, &[])
+    }
+
+    /// Parses `text` with some of its keys overridden ([`Override`]).
+    pub fn parse_with(
+        text: &str,
+        file: &Path,
+        overrides: &[Override],
+    ) -> Result<Scenario, ScenarioError> {
         let err = |what: String| ScenarioError {
             file: file.display().to_string(),
             what,
         };
-        let raw: File =
-            toml::from_str(text).map_err(|e| err(e.to_string().trim_end().to_string()))?;
+        let toml_err = |e: &dyn std::fmt::Display| err(e.to_string().trim_end().to_string());
+        let raw: File = if overrides.is_empty() {
+            toml::from_str(text).map_err(|e| toml_err(&e))?
+        } else {
+            let mut table: toml::Table = text.parse().map_err(|e| toml_err(&e))?;
+            for o in overrides {
+                o.apply(&mut table).map_err(err)?;
+            }
+            toml::Value::Table(table)
+                .try_into()
+                .map_err(|e| err(format!("with --set: {}", e.to_string().trim_end())))?
+        };
         let base = file.parent().unwrap_or(Path::new("."));
         let resolve = |p: &Path| {
             if p.is_absolute() {
@@ -385,17 +405,16 @@ impl Scenario {
     }
 
     pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
+        Scenario::load_with(path, &[])
+    }
+
+    /// Reads the scenario file `path` with some of its keys overridden ([`Override`]).
+    pub fn load_with(path: &Path, overrides: &[Override]) -> Result<Scenario, ScenarioError> {
         let text = std::fs::read_to_string(path).map_err(|e| ScenarioError {
             file: path.display().to_string(),
             what: e.to_string(),
         })?;
-        Scenario::parse(&text, path)
-    }
-
-    /// The built-in default.
-    pub fn default_scenario() -> Scenario {
-        Scenario::parse(DEFAULT, Path::new("scenarios/default.toml"))
-            .expect("the built-in scenario is valid")
+        Scenario::parse_with(&text, path, overrides)
     }
 }
 

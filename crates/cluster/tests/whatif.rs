@@ -1,8 +1,11 @@
 //! What an action costs: exactly nothing when it touches no link a job uses, the same report
-//! for any number of threads, and a job cut off by the action named with what cut it off.
+//! for any number of threads, and a job cut off by the action named with what cut it off. A
+//! maintenance plan takes every element once, never cuts a job off and never costs more than the
+//! order given.
 
 use std::path::Path;
 
+use fabricsim_cluster::maintenance::{plan, PlanError};
 use fabricsim_cluster::scenario::Scenario;
 use fabricsim_cluster::whatif::{what_if, Action};
 
@@ -140,4 +143,58 @@ derate = [{ target = "zone0/ctsw2", gbps = 200 }]
     assert!(e.contains("b.toml: action 1 (`nothing`)"), "{e}");
     let e = read_actions("[[action]]\nname = \"x\"\nunplug = [\"a\"]\n", "c.toml").unwrap_err();
     assert!(e.contains("c.toml") && e.contains("unplug"), "{e}");
+}
+
+#[test]
+fn a_maintenance_plan_takes_each_element_once_and_costs_no_more_than_the_order_given() {
+    let s = scenario();
+    let topo = s.fabric.load().unwrap();
+    let names = ["zone0/ctsw0", "zone0/ctsw1", "zone0/ctsw2"];
+    let elements: Vec<Action> = names
+        .iter()
+        .map(|n| Action::new("drain", n, None))
+        .collect();
+    let p = plan(&s, &topo, &elements, 2, 4.0, 2).unwrap();
+    let mut taken: Vec<&str> = p
+        .batches
+        .iter()
+        .flat_map(|b| b.elements.iter())
+        .map(|e| e.as_str())
+        .collect();
+    taken.sort_unstable();
+    let mut want: Vec<String> = elements.iter().map(|a| a.label.clone()).collect();
+    want.sort_unstable();
+    assert_eq!(taken, want);
+    assert!(p
+        .batches
+        .iter()
+        .all(|b| !b.elements.is_empty() && b.elements.len() <= 2));
+    assert!(p
+        .batches
+        .iter()
+        .all(|b| b.gpu_hours_lost_per_day.is_finite()));
+    assert!(p.gpu_hours_lost <= p.naive_gpu_hours_lost, "{p:?}");
+    // The total is the batches' daily cost for the hours each is out.
+    let sum: f64 = p.batches.iter().map(|b| b.gpu_hours_lost_per_day).sum();
+    assert!(
+        (p.gpu_hours_lost - sum * 4.0 / 24.0).abs() <= 1e-9 * sum.max(1.0),
+        "{p:?}"
+    );
+}
+
+#[test]
+fn a_maintenance_plan_refuses_an_element_that_cuts_a_job_off() {
+    let s = scenario();
+    let topo = s.fabric.load().unwrap();
+    let elements = [
+        Action::new("drain", "zone0/ctsw0", None),
+        Action::new("drain", "zone0/rack0/rtsw", None),
+    ];
+    match plan(&s, &topo, &elements, 1, 1.0, 1) {
+        Err(PlanError::CutsOff { element, why }) => {
+            assert_eq!(element, "drain zone0/rack0/rtsw");
+            assert!(why.contains("cut off by zone0/rack0/rtsw"), "{why}");
+        }
+        other => panic!("expected the RTSW refused, got {other:?}"),
+    }
 }
