@@ -5,6 +5,7 @@
 //! else (an output file that could not be written).
 
 mod bench;
+mod buffer;
 mod calibrate;
 mod failure;
 mod flows;
@@ -59,6 +60,8 @@ enum Command {
     Validate(validate::ValidateArgs),
     /// What draining, failing, derating or repairing an element costs each job, over seeds.
     Whatif(Box<whatif::WhatIfArgs>),
+    /// Each job's slowdown against the number of failed elements of a kind, per routing policy.
+    Buffer(Box<buffer::BufferArgs>),
 }
 
 fn main() -> ExitCode {
@@ -82,6 +85,7 @@ fn main() -> ExitCode {
         Command::Calibrate(args) => calibrate::run(args),
         Command::Validate(args) => validate::run(args),
         Command::Whatif(args) => whatif::run(*args),
+        Command::Buffer(args) => buffer::run(*args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

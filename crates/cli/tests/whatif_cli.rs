@@ -1,5 +1,6 @@
 //! `fabricsim whatif --plan`: a maintenance plan printed with its batches, bad plan flags
-//! refused with status 2, and `--csv` for reports and plans.
+//! refused with status 2, and `--csv` for reports and plans; `fabricsim buffer`'s curve and its
+//! bad flags.
 
 mod common;
 
@@ -160,4 +161,55 @@ fn csv_quotes_what_needs_quoting_and_a_plan_has_both_orders() {
         2,
         "{out}"
     );
+}
+
+#[test]
+fn buffer_prints_a_curve_per_routing_and_refuses_bad_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = scenario(&dir);
+    let o = fabricsim(&[
+        "buffer",
+        &s,
+        "--fail",
+        "ctsw",
+        "--max",
+        "2",
+        "--draws",
+        "1",
+        "--seeds",
+        "1",
+        "--routing",
+        "ecmp,spray",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(out.contains("failed ctsw (16 in the fabric)"), "{out}");
+    assert!(out.contains("# routing ecmp: baseline spread"), "{out}");
+    assert!(out.contains("# routing spray: baseline spread"), "{out}");
+    assert_eq!(
+        out.matches("# tolerates (median slowdown at most 5.0%): spread")
+            .count(),
+        2
+    );
+    for (args, want) in [
+        (vec!["--fail", "atsw"], "--fail `atsw` is no tier of fabric"),
+        (
+            vec!["--fail", "ctsw", "--slowdown", "lots"],
+            "--slowdown lots: expected a percentage",
+        ),
+        (
+            vec!["--fail", "ctsw", "--max", "0"],
+            "--max 0: expected 1 to 64",
+        ),
+        (
+            vec!["--fail", "ctsw", "--routing", "warp"],
+            "--routing warp: expected",
+        ),
+    ] {
+        let mut all = vec!["buffer", s.as_str()];
+        all.extend(args);
+        let o = fabricsim(&all);
+        assert_eq!(o.status.code(), Some(2), "{all:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(want), "{all:?}: {}", stderr(&o));
+    }
 }

@@ -10,8 +10,10 @@
 //! jobs' traffic matrix. [`validation`] runs the published measurements of
 //! `validation/*.toml` and renders the table of `docs/validation.md`. [`whatif`] costs
 //! operational actions (drains, failures, derates, repairs) per job over several seeds;
-//! [`maintenance`] orders a set of drains into batches that cost the jobs least.
+//! [`maintenance`] orders a set of drains into batches that cost the jobs least; [`buffer`]
+//! draws the curve of each job's slowdown against the number of failed elements of a kind.
 
+pub mod buffer;
 pub mod control;
 pub mod demand;
 pub mod job;

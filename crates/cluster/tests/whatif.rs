@@ -1,10 +1,11 @@
 //! What an action costs: exactly nothing when it touches no link a job uses, the same report
 //! for any number of threads, and a job cut off by the action named with what cut it off. A
 //! maintenance plan takes every element once, never cuts a job off and never costs more than the
-//! order given.
+//! order given. The capacity-buffer curve rises with the failures, and not for a job they miss.
 
 use std::path::Path;
 
+use fabricsim_cluster::buffer::{capacity_buffer, elements_of_kind, BufferSpec};
 use fabricsim_cluster::maintenance::{plan, PlanError};
 use fabricsim_cluster::scenario::Scenario;
 use fabricsim_cluster::whatif::{what_if, Action};
@@ -197,4 +198,47 @@ fn a_maintenance_plan_refuses_an_element_that_cuts_a_job_off() {
         }
         other => panic!("expected the RTSW refused, got {other:?}"),
     }
+}
+
+#[test]
+fn the_capacity_curve_rises_with_failures_and_spares_a_job_they_miss() {
+    let s = scenario();
+    let topo = s.fabric.load().unwrap();
+    assert_eq!(elements_of_kind(&topo, "ctsw").unwrap().len(), 16);
+    assert_eq!(elements_of_kind(&topo, "rtsw-ctsw").unwrap().len(), 8 * 16);
+    assert!(elements_of_kind(&topo, "atsw")
+        .unwrap_err()
+        .contains("expected one of"));
+    let spec = BufferSpec {
+        kind: "ctsw".into(),
+        max: 8,
+        draws: 2,
+        seeds: 8,
+        slowdown: 0.05,
+    };
+    let r = capacity_buffer(&s, &topo, &[s.routing], &spec).unwrap();
+    let curve = &r.curves[0];
+    let median = |job: usize| -> Vec<f64> {
+        curve
+            .points
+            .iter()
+            .map(|p| p.jobs[job].median_change)
+            .collect()
+    };
+    // The packed job lives in one rack: CTSW failures never touch it.
+    assert!(median(0).iter().all(|&c| c == 0.0), "{:?}", median(0));
+    // The spread job's median slowdown over 16 runs a point rises with the failures: checked
+    // every second count, as one count more can be an accident of the hash.
+    let spread = median(1);
+    for k in (2..=8).step_by(2) {
+        assert!(spread[k] >= spread[k - 2], "{spread:?}");
+    }
+    assert!(
+        spread[8] > 0.05,
+        "half the CTSWs down costs more than 5 %: {spread:?}"
+    );
+    // It tolerates the counts before the first median over 5 %.
+    let first_over = spread.iter().position(|&c| c > 0.05).unwrap();
+    assert_eq!(curve.tolerates[1], ("spread".to_string(), first_over - 1));
+    assert_eq!(curve.tolerates[0], ("packed".to_string(), 8));
 }
