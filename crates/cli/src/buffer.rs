@@ -42,6 +42,10 @@ pub struct BufferArgs {
     /// Set a scenario key, as `run --set` does (a fabric variant: `fabric.set=[...]`).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     set: Vec<String>,
+    /// A variant to compare: the scenario with this key set too (`fabric.set=["uplinks=2x"]`,
+    /// `routing.policy=spray`); repeatable, one report each, side by side.
+    #[arg(long, value_name = "KEY=VALUE")]
+    variant: Vec<String>,
     /// Print the report as JSON.
     #[arg(long)]
     json: bool,
@@ -54,7 +58,6 @@ pub fn run(args: BufferArgs) -> CmdResult {
         .map(|s| Override::parse(s))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| input(anyhow!(e)))?;
-    let scenario = Scenario::load_with(&args.scenario, &sets).map_err(input)?;
     let slowdown = args
         .slowdown
         .trim_end_matches('%')
@@ -79,19 +82,14 @@ pub fn run(args: BufferArgs) -> CmdResult {
     if args.seeds == 0 || args.seeds > 64 {
         return Err(input(anyhow!("--seeds {}: expected 1 to 64", args.seeds)));
     }
-    let routings = if args.routing.is_empty() {
-        vec![scenario.routing]
-    } else {
-        args.routing
-            .iter()
-            .map(|r| {
-                Routing::parse(r).ok_or_else(|| {
-                    input(anyhow!("--routing {r}: expected {}", Routing::expected()))
-                })
-            })
-            .collect::<Result<_, _>>()?
-    };
-    let topo = scenario.fabric.load().map_err(input)?;
+    let routings: Vec<Routing> = args
+        .routing
+        .iter()
+        .map(|r| {
+            Routing::parse(r)
+                .ok_or_else(|| input(anyhow!("--routing {r}: expected {}", Routing::expected())))
+        })
+        .collect::<Result<_, _>>()?;
     let spec = BufferSpec {
         kind: args.fail.clone(),
         max: args.max,
@@ -99,14 +97,49 @@ pub fn run(args: BufferArgs) -> CmdResult {
         seeds: args.seeds,
         slowdown,
     };
-    let report = capacity_buffer(&scenario, &topo, &routings, &spec).map_err(|e| match e {
-        BufferError::Sim(e) => sim_failure(e),
-        e @ BufferError::Kind(_) => input(anyhow!(e)),
-    })?;
-    let text = if args.json {
-        serde_json::to_string_pretty(&report).map_err(other)? + "\n"
+    // No --variant: the scenario as it is (with --set); else one report per variant.
+    let variants: Vec<Option<&String>> = if args.variant.is_empty() {
+        vec![None]
     } else {
-        render(&report, &args.scenario.display().to_string())
+        args.variant.iter().map(Some).collect()
+    };
+    let mut reports = Vec::with_capacity(variants.len());
+    for variant in variants {
+        let mut sets = sets.clone();
+        if let Some(v) = variant {
+            sets.push(Override::parse(v).map_err(|e| input(anyhow!("--variant: {e}")))?);
+        }
+        let scenario = Scenario::load_with(&args.scenario, &sets).map_err(input)?;
+        let topo = scenario.fabric.load().map_err(input)?;
+        let routings = if routings.is_empty() {
+            vec![scenario.routing]
+        } else {
+            routings.clone()
+        };
+        let report = capacity_buffer(&scenario, &topo, &routings, &spec).map_err(|e| match e {
+            BufferError::Sim(e) => sim_failure(e),
+            e @ BufferError::Kind(_) => input(anyhow!(e)),
+        })?;
+        reports.push((variant.cloned(), report));
+    }
+    let name = args.scenario.display().to_string();
+    let text = if args.json && args.variant.is_empty() {
+        serde_json::to_string_pretty(&reports[0].1).map_err(other)? + "\n"
+    } else if args.json {
+        let all: Vec<serde_json::Value> = reports
+            .iter()
+            .map(|(v, r)| serde_json::json!({ "variant": v, "report": r }))
+            .collect();
+        serde_json::to_string_pretty(&all).map_err(other)? + "\n"
+    } else {
+        reports
+            .iter()
+            .map(|(v, r)| match v {
+                Some(v) => format!("# variant {v}\n{}", render(r, &name)),
+                None => render(r, &name),
+            })
+            .collect::<Vec<_>>()
+            .join("#\n")
     };
     write_output(None, |w| w.write_all(text.as_bytes())).map_err(other)
 }

@@ -82,6 +82,10 @@ pub struct ReplayArgs {
     /// packed or random.
     #[arg(long, default_value = "packed")]
     placement: String,
+    /// Refuse a trace the import would warn about: ranks that disagree (a send without its
+    /// receive, different sizes or collectives in one group) or dependencies it had to repair.
+    #[arg(long)]
+    strict: bool,
     #[command(flatten)]
     out: OutputArgs,
 }
@@ -184,6 +188,7 @@ pub fn replay(args: ReplayArgs) -> CmdResult {
             workload: WorkloadSource::Chakra {
                 prefix: PathBuf::from(&args.prefix),
                 groups: args.groups.clone(),
+                strict: args.strict,
             },
             comm: CommConfig::default(),
         }],

@@ -174,6 +174,47 @@ fn exported_chakra_replays_to_the_same_iteration() {
     );
     assert_eq!(a["jobs"][0]["iteration_ms"], b["jobs"][0]["iteration_ms"]);
     assert_eq!(a["jobs"][0]["collectives"], b["jobs"][0]["collectives"]);
+
+    // The exported trace is consistent: --strict accepts it.
+    let groups = format!("{p}.json");
+    let strict = ["replay", p, "--groups", groups.as_str(), "--strict"];
+    let o = fabricsim(&strict);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Rank 1's first collective made larger than its group's: a warning, an error under --strict.
+    use fabricsim_workload::chakra::{self, pb::attribute_proto::Value, pb::NodeType};
+    let file = std::path::PathBuf::from(format!("{p}.1.et"));
+    let mut trace = chakra::read_file(&file).unwrap();
+    let node = trace
+        .nodes
+        .iter_mut()
+        .find(|n| n.r#type == NodeType::CommCollNode as i32)
+        .unwrap();
+    let size = node
+        .attr
+        .iter_mut()
+        .find(|a| a.name == "comm_size")
+        .unwrap();
+    size.value = Some(Value::Int64Val(1 << 30));
+    chakra::write_file(&file, &trace).unwrap();
+    let o = fabricsim(&["replay", p, "--groups", groups.as_str()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("warning: job `job`: "),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        stderr(&o).contains("collective 0 on group"),
+        "{}",
+        stderr(&o)
+    );
+    let o = fabricsim(&strict);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("problem(s) under --strict"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]

@@ -191,6 +191,31 @@ fn buffer_prints_a_curve_per_routing_and_refuses_bad_flags() {
             .count(),
         2
     );
+    // Fabric variants side by side: one report each.
+    let o = fabricsim(&[
+        "buffer",
+        &s,
+        "--fail",
+        "ctsw",
+        "--max",
+        "1",
+        "--draws",
+        "1",
+        "--seeds",
+        "1",
+        "--variant",
+        r#"fabric.set=["racks=4"]"#,
+        "--variant",
+        r#"fabric.set=["racks=4", "uplinks=2x"]"#,
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    assert!(
+        out.contains("# variant fabric.set=[\"racks=4\"]\n"),
+        "{out}"
+    );
+    assert!(out.contains("failed ctsw (16 in the fabric)"), "{out}");
+    assert!(out.contains("failed ctsw (32 in the fabric)"), "{out}");
     for (args, want) in [
         (vec!["--fail", "atsw"], "--fail `atsw` is no tier of fabric"),
         (

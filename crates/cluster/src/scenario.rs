@@ -166,6 +166,8 @@ fn none() -> String {
 struct ChakraToml {
     prefix: PathBuf,
     groups: Option<PathBuf>,
+    #[serde(default)]
+    strict: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -196,6 +198,9 @@ pub enum WorkloadSource {
     Chakra {
         prefix: PathBuf,
         groups: Option<PathBuf>,
+        /// Whether the import's warnings (ranks that disagree, repaired dependencies) are
+        /// errors.
+        strict: bool,
     },
 }
 
@@ -372,6 +377,7 @@ impl Scenario {
                 (None, Some(c)) => WorkloadSource::Chakra {
                     prefix: resolve(&c.prefix),
                     groups: c.groups.as_deref().map(resolve),
+                    strict: c.strict,
                 },
                 _ => return Err(at("give exactly one of [job.llm] and [job.chakra]".into())),
             };

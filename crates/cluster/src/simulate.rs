@@ -54,14 +54,20 @@ pub fn build_workload(
                     error,
                 })
         }
-        WorkloadSource::Chakra { prefix, groups } => {
+        WorkloadSource::Chakra {
+            prefix,
+            groups,
+            strict,
+        } => {
+            let failed = |error| SimError::Chakra {
+                job: name.to_string(),
+                error,
+            };
             let (w, warnings) =
-                import(&prefix.to_string_lossy(), groups.as_deref()).map_err(|error| {
-                    SimError::Chakra {
-                        job: name.to_string(),
-                        error,
-                    }
-                })?;
+                import(&prefix.to_string_lossy(), groups.as_deref()).map_err(failed)?;
+            if *strict && !warnings.is_empty() {
+                return Err(failed(ChakraError::Strict(warnings)));
+            }
             Ok((
                 w,
                 warnings

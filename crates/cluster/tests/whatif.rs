@@ -242,3 +242,72 @@ fn the_capacity_curve_rises_with_failures_and_spares_a_job_they_miss() {
     assert_eq!(curve.tolerates[1], ("spread".to_string(), first_over - 1));
     assert_eq!(curve.tolerates[0], ("packed".to_string(), 8));
 }
+
+/// Under path pinning, draining a cable a flow is pinned to moves it onto the cable its
+/// neighbour is pinned to: two 1 GiB sends that each had a 400G path now share one, and the
+/// iteration (nothing but the two sends) takes twice as long, as a hand computation says.
+#[test]
+fn a_pinned_cable_drain_costs_what_a_hand_computation_says() {
+    use fabricsim_workload::{chakra, Binding, Op, OpKind, Program, Workload};
+    const BYTES: u64 = 1 << 30;
+    // Ranks 0 and 1 (hosts 0 and 1, under leaf0) send to ranks 2 and 3 (hosts 2 and 3, under
+    // leaf1). Destination-mod-2 pins 0→2 to spine0 and 1→3 to spine1 (`route paths` shows it).
+    let mut w = Workload {
+        name: "two-sends".into(),
+        labels: vec!["send".into(), "recv".into()],
+        ..Workload::default()
+    };
+    for (rank, peer) in [(0u32, 2u32), (1, 3), (2, 0), (3, 1)] {
+        let mut p = Program::new();
+        let kind = if rank < 2 {
+            OpKind::Send {
+                peer: 0,
+                bytes: BYTES,
+                tag: 0,
+            }
+        } else {
+            OpKind::Recv {
+                peer: 0,
+                bytes: BYTES,
+                tag: 0,
+            }
+        };
+        p.push(
+            Op {
+                id: 0,
+                label: u32::from(rank >= 2),
+                kind,
+            },
+            &[],
+        );
+        w.programs.push(p);
+        w.ranks.push(Binding {
+            program: rank,
+            groups: Vec::new(),
+            peers: vec![peer],
+        });
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = dir.path().join("two-sends");
+    chakra::export(&w, prefix.to_str().unwrap()).unwrap();
+    let text = format!(
+        "[fabric]\npreset = \"leaf-spine\"\nset = [\"k=4\"]\n[routing]\npolicy = \"pin\"\n\
+         [[job]]\nname = \"sends\"\n[job.chakra]\nprefix = {:?}\n",
+        prefix.to_str().unwrap()
+    );
+    let s = Scenario::parse(&text, &dir.path().join("s.toml")).unwrap();
+    let topo = s.fabric.load().unwrap();
+    let r = what_if(&s, &topo, &[Action::new("drain", "leaf0--spine1", None)], 1).unwrap();
+    // Alone on its path, each send runs at the NIC's 400 Gbit/s less RoCEv2 framing
+    // (4,096-byte payloads in 4,178-byte frames): 1 GiB takes 21.91 ms.
+    let alone_ms = BYTES as f64 * 8.0 / (400e9 * 4096.0 / 4178.0) * 1e3;
+    let base = r.baseline[0].1[0];
+    assert!(
+        (base / alone_ms - 1.0).abs() < 0.01,
+        "{base} ms against {alone_ms} ms"
+    );
+    // Sharing leaf0→spine0 (and spine0→leaf1), each runs at half that: the transfer doubles;
+    // the few microseconds of latency are the only part that does not.
+    let change = r.actions[0].jobs[0].change[0];
+    assert!((change - 1.0).abs() < 0.002, "change {change}");
+}

@@ -427,3 +427,49 @@ fn a_gzip_bomb_of_empty_nodes_is_refused() {
     let e = chakra::read_file(&path).unwrap_err().to_string();
     assert!(e.contains("bomb.0.et: byte 1: an empty node record"), "{e}");
 }
+
+/// Ranks that disagree are reported, naming the rank's file: a collective whose size differs
+/// between the members of its group, and a send whose receive expects another size.
+#[test]
+fn ranks_that_disagree_are_reported() {
+    use fabricsim_workload::chakra::pb::{attribute_proto::Value, NodeType};
+    let mut t = training("llama3-8b", 2, 2, 2, 1, 2, DpMode::Fsdp);
+    t.model.layers = 4;
+    let w = generate(&t).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = dir.path().join("job").to_str().unwrap().to_string();
+    chakra::export(&w, &prefix).unwrap();
+    let groups = format!("{prefix}.json");
+    let grow_first = |rank: u32, ty: NodeType| {
+        let file = std::path::PathBuf::from(format!("{prefix}.{rank}.et"));
+        let mut trace = chakra::read_file(&file).unwrap();
+        let node = trace
+            .nodes
+            .iter_mut()
+            .find(|n| n.r#type == ty as i32)
+            .expect("a node of that type");
+        let size = node
+            .attr
+            .iter_mut()
+            .find(|a| a.name == "comm_size")
+            .unwrap();
+        size.value = Some(Value::Int64Val(12_345));
+        chakra::write_file(&file, &trace).unwrap();
+    };
+    grow_first(1, NodeType::CommCollNode);
+    grow_first(0, NodeType::CommSendNode);
+    let (_, warnings) = import(&prefix, Some(Path::new(&groups))).unwrap();
+    let text: Vec<String> = warnings.iter().map(|w| w.to_string()).collect();
+    assert!(
+        // The group's lowest rank is the reference; an all-gather's size is the gathered
+        // buffer (12,345 bytes a rank over 2 ranks).
+        text.iter().any(|t| t.contains("collective 0 on group")
+            && t.contains("rank 1 all-gather of 24690 bytes")),
+        "{text:#?}"
+    );
+    assert!(
+        text.iter()
+            .any(|t| t.contains("from rank 0 to rank") && t.contains("12345 bytes sent")),
+        "{text:#?}"
+    );
+}

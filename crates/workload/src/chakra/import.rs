@@ -16,6 +16,8 @@
 //! - Control and data dependencies both order ops. Dependencies on ids absent from the file are
 //!   dropped and reported as [`Warning`]s, and so are dependencies that close a cycle (see
 //!   [`crate::graph::Program::break_cycles`]; converted PyTorch traces have them).
+//! - Ranks that disagree (a send without its receive, sizes that differ, members of a group
+//!   issuing different collectives) are reported as warnings too ([`super::consistency`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -412,5 +414,6 @@ pub fn from_traces(
         w.ranks.push(binding);
     }
     w.validate()?;
+    warnings.extend(super::consistency::check(&w, files));
     Ok((w, warnings))
 }

@@ -7,6 +7,7 @@
 //!
 //! [`import`] turns traces into a [`crate::Workload`]; [`export`] writes one back out.
 
+pub mod consistency;
 pub mod export;
 pub mod import;
 
@@ -52,6 +53,9 @@ pub enum ChakraError {
     Groups { path: PathBuf, what: String },
     #[error(transparent)]
     Graph(#[from] crate::graph::GraphError),
+    /// Under `--strict`: what the import would have warned about.
+    #[error("{} problem(s) under --strict: {}", .0.len(), .0.iter().map(|w| w.to_string()).collect::<Vec<_>>().join("; "))]
+    Strict(Vec<Warning>),
 }
 
 fn io(path: &Path) -> impl FnOnce(std::io::Error) -> ChakraError + '_ {
