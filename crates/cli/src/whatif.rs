@@ -189,7 +189,8 @@ fn render_plan(p: &MaintenancePlan, name: &str, args: &WhatIfArgs) -> String {
     out
 }
 
-/// A row per action and job; an action that cannot be taken is one row with its error.
+/// A row per action and job; an action that cannot be taken has a row with its error, and rows
+/// for the jobs that finished under it.
 fn report_csv(r: &WhatIfReport, price: Option<f64>) -> anyhow::Result<String> {
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record([
@@ -205,9 +206,9 @@ fn report_csv(r: &WhatIfReport, price: Option<f64>) -> anyhow::Result<String> {
         "error",
     ])?;
     for a in &r.actions {
+        // An action that cannot be taken: a row with its error, then the jobs it left running.
         if let Some(e) = &a.error {
             w.write_record([a.action.as_str(), "", "", "", "", "", "", "", "", e])?;
-            continue;
         }
         for j in &a.jobs {
             let cost = price.map_or(String::new(), |p| {
@@ -270,7 +271,6 @@ fn render(r: &WhatIfReport, name: &str, price: Option<f64>) -> String {
     for a in &r.actions {
         if let Some(e) = &a.error {
             let _ = writeln!(out, "{:<40} cannot be taken: {e}", a.action);
-            continue;
         }
         let busiest: Vec<String> = a
             .tiers
@@ -279,7 +279,12 @@ fn render(r: &WhatIfReport, name: &str, price: Option<f64>) -> String {
             .map(|t| format!("{} {:.2} -> {:.2}", t.group, t.before, t.after))
             .collect();
         for (i, j) in a.jobs.iter().enumerate() {
-            let label = if i == 0 { a.action.as_str() } else { "" };
+            // Under an action that cannot be taken, the jobs it left running.
+            let label = if i == 0 && a.error.is_none() {
+                a.action.as_str()
+            } else {
+                ""
+            };
             let money = price.map_or(String::new(), |p| {
                 format!(" {:>11.0}", j.gpu_hours_lost_per_day * p)
             });
@@ -293,12 +298,14 @@ fn render(r: &WhatIfReport, name: &str, price: Option<f64>) -> String {
                 j.gpu_hours_lost_per_day
             );
         }
-        let _ = writeln!(
-            out,
-            "{:<40} busiest link groups: {}",
-            "",
-            busiest.join(", ")
-        );
+        if !busiest.is_empty() {
+            let _ = writeln!(
+                out,
+                "{:<40} busiest link groups: {}",
+                "",
+                busiest.join(", ")
+            );
+        }
     }
     out + "# change: the iteration's time under the action against the baseline of the same seed\n\
            # link groups: the busiest link's utilization (payload over line rate), median over seeds, before -> after\n"

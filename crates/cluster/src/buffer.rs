@@ -5,7 +5,7 @@
 //! Each point of the curve is `draws` random sets of `k` failed elements, each run over `seeds`
 //! seeds ([`what_if`]). The draws depend only on `k` and the draw's index, so every routing
 //! policy meets the same failures and the policies are compared pair by pair. A draw that cuts
-//! a job off counts as an infinite slowdown of that job.
+//! a job off counts as an infinite slowdown of that job, and only of that job.
 
 use fabricsim_routing::key::mix;
 use fabricsim_te::Routing;
@@ -218,16 +218,18 @@ pub fn capacity_buffer(
                 .collect();
             let jobs = jobs
                 .iter()
-                .enumerate()
-                .map(|(j, name)| {
+                .map(|name| {
                     let mut changes = Vec::new();
                     let mut cut_off = 0;
+                    // A job missing from a draw's costs was cut off by it (the others are
+                    // costed even then).
                     for c in &costs {
-                        if c.error.is_some() {
-                            cut_off += 1;
-                            changes.extend((0..seeds).map(|_| f64::INFINITY));
-                        } else {
-                            changes.extend(c.jobs[j].change.iter().copied());
+                        match c.jobs.iter().find(|cost| cost.job == *name) {
+                            Some(cost) => changes.extend(cost.change.iter().copied()),
+                            None => {
+                                cut_off += 1;
+                                changes.extend((0..seeds).map(|_| f64::INFINITY));
+                            }
                         }
                     }
                     let max_change = changes.iter().copied().fold(f64::NEG_INFINITY, f64::max);

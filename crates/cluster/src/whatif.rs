@@ -17,8 +17,9 @@ use rayon::prelude::*;
 use fabricsim_topology::{Nanos, Topology};
 
 use crate::control::LinkEvent;
-use crate::orchestrator::RunOptions;
+use crate::orchestrator::{RunError, RunOptions};
 use crate::placement::Placement;
+use crate::report::JobReport;
 use crate::scenario::Scenario;
 use crate::simulate::{simulate, SimError};
 
@@ -154,6 +155,7 @@ pub struct ActionCost {
     /// Set when a run under the action failed (a job cut off by it, say): the first seed's
     /// error.
     pub error: Option<String>,
+    /// Every job's cost; with an error, those of the jobs that finished under every seed.
     pub jobs: Vec<JobCost>,
     /// Summed over jobs.
     pub gpu_hours_lost_per_day: f64,
@@ -175,6 +177,9 @@ type RunJobs = Vec<(String, u32, f64, f64)>;
 
 /// One run's link groups: (group, highest utilization).
 type RunTiers = Vec<(String, f64)>;
+
+/// One run's outcome; a failed run keeps the jobs that did finish.
+type RunResult = Result<(RunJobs, RunTiers), (Box<SimError>, RunJobs)>;
 
 /// `s` with seed `k` applied to everything hashing and random draws decide (module docs).
 fn seeded(s: &Scenario, k: u32) -> Scenario {
@@ -202,7 +207,8 @@ pub fn what_if(
     let runs: Vec<(usize, u32)> = (0..=actions.len())
         .flat_map(|v| (0..seeds).map(move |k| (v, k)))
         .collect();
-    let results: Vec<Result<(RunJobs, RunTiers), SimError>> = runs
+    // A failed run keeps the jobs that did finish (a stall cuts off one job, not all).
+    let results: Vec<RunResult> = runs
         .par_iter()
         .map(|&(v, k)| {
             let mut sc = seeded(s, k);
@@ -211,12 +217,18 @@ pub fn what_if(
             }
             sc.json = None;
             sc.trace = None;
-            let run = simulate(&sc, topo, RunOptions::default(), |_, _, _| {})?;
-            let jobs = run
-                .reports
-                .iter()
-                .map(|r| (r.name.clone(), r.gpus, r.iteration_ms, r.tokens_per_s))
-                .collect();
+            let row = |r: &JobReport| (r.name.clone(), r.gpus, r.iteration_ms, r.tokens_per_s);
+            let run = simulate(&sc, topo, RunOptions::default(), |_, _, _| {}).map_err(|e| {
+                let finished = match &e {
+                    SimError::Run(RunError::Stalled { finished, .. }) => finished
+                        .iter()
+                        .map(|stats| row(&JobReport::new(stats)))
+                        .collect(),
+                    _ => Vec::new(),
+                };
+                (Box::new(e), finished)
+            })?;
+            let jobs = run.reports.iter().map(row).collect();
             let tiers = run
                 .output
                 .tiers
@@ -231,7 +243,10 @@ pub fn what_if(
     let mut base = Vec::with_capacity(seeds as usize);
     let mut base_tiers = Vec::with_capacity(seeds as usize);
     for _ in 0..seeds {
-        let (jobs, tiers) = results.next().expect("one result per run")?;
+        let (jobs, tiers) = results
+            .next()
+            .expect("one result per run")
+            .map_err(|(e, _)| *e)?;
         base.push(jobs);
         base_tiers.push(tiers);
     }
@@ -245,11 +260,11 @@ pub fn what_if(
         let runs: Vec<_> = (0..seeds)
             .map(|_| results.next().expect("one result per run"))
             .collect();
-        if let Some(Err(e)) = runs.iter().find(|r| r.is_err()) {
+        if let Some(Err((e, _))) = runs.iter().find(|r| r.is_err()) {
             costs.push(ActionCost {
                 action: action.label.clone(),
                 error: Some(e.to_string()),
-                jobs: Vec::new(),
+                jobs: finished_costs(&base, &runs),
                 gpu_hours_lost_per_day: f64::INFINITY,
                 tiers: Vec::new(),
             });
@@ -278,6 +293,30 @@ pub fn what_if(
         baseline,
         actions: costs,
     })
+}
+
+/// Under an action that cuts a job off: the costs of the jobs that finished under every seed.
+fn finished_costs(base: &[RunJobs], runs: &[RunResult]) -> Vec<JobCost> {
+    let jobs = |r: &RunResult| match r {
+        Ok((jobs, _)) => jobs.clone(),
+        Err((_, finished)) => finished.clone(),
+    };
+    let after: Vec<RunJobs> = runs.iter().map(jobs).collect();
+    let kept: Vec<&str> = base[0]
+        .iter()
+        .map(|(name, ..)| name.as_str())
+        .filter(|name| after.iter().all(|a| a.iter().any(|(n, ..)| n == name)))
+        .collect();
+    let only = |rows: &RunJobs| -> RunJobs {
+        kept.iter()
+            .filter_map(|k| rows.iter().find(|(n, ..)| n == k).cloned())
+            .collect()
+    };
+    let base: Vec<RunJobs> = base.iter().map(only).collect();
+    let after: Vec<RunJobs> = after.iter().map(only).collect();
+    (0..kept.len())
+        .map(|j| job_cost(&base, &after, j))
+        .collect()
 }
 
 /// Job `j`'s cost, seed by seed against the baseline of the same seed.

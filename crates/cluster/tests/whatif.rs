@@ -110,7 +110,7 @@ fn the_report_is_the_same_for_one_and_two_threads() {
 }
 
 #[test]
-fn a_job_cut_off_by_the_action_is_named_with_what_cut_it_off() {
+fn a_job_cut_off_by_the_action_is_named_and_the_others_costed() {
     let s = scenario();
     let topo = s.fabric.load().unwrap();
     let actions = [Action::new("drain", "zone0/rack0/rtsw", None)];
@@ -124,6 +124,10 @@ fn a_job_cut_off_by_the_action_is_named_with_what_cut_it_off() {
         "{e}"
     );
     assert_eq!(r.actions[0].gpu_hours_lost_per_day, f64::INFINITY);
+    // The job it leaves running (placed after the packed one, so never in rack 0) is costed.
+    let left: Vec<&str> = r.actions[0].jobs.iter().map(|j| j.job.as_str()).collect();
+    assert_eq!(left, ["spread"]);
+    assert!(r.actions[0].jobs[0].change.iter().all(|c| c.is_finite()));
 }
 
 #[test]
