@@ -96,11 +96,18 @@ fn main() -> ExitCode {
     }
 }
 
+/// The most characters of an error message printed: an error can echo a line of the input,
+/// which may be as long as the file.
+const MAX_MESSAGE_CHARS: usize = 4096;
+
 /// `message` with control characters other than line breaks and tabs escaped (`\u{1b}`): an
-/// error echoes names from user input, which must not drive the terminal.
+/// error echoes names from user input, which must not drive the terminal. Past
+/// [`MAX_MESSAGE_CHARS`] it is cut, and says how much was left out.
 fn printable(message: &str) -> String {
-    message
+    let total = message.chars().count();
+    let shown: String = message
         .chars()
+        .take(MAX_MESSAGE_CHARS)
         .map(|c| {
             if c.is_control() && c != '\n' && c != '\t' {
                 c.escape_unicode().to_string()
@@ -108,5 +115,10 @@ fn printable(message: &str) -> String {
                 c.to_string()
             }
         })
-        .collect()
+        .collect();
+    if total > MAX_MESSAGE_CHARS {
+        format!("{shown}… ({} more characters)", total - MAX_MESSAGE_CHARS)
+    } else {
+        shown
+    }
 }

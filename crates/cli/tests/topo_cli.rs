@@ -292,4 +292,14 @@ fn errors_escape_control_characters() {
         !e.contains('\u{1b}') && e.contains("\\u{1b}[31mred"),
         "{e:?}"
     );
+    // An error that echoes a huge input is cut.
+    let huge = "x".repeat(100_000);
+    let o = fabricsim(&["topo", "describe", "--preset", &huge]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(
+        e.len() < 6000 && e.contains("more characters)"),
+        "{}",
+        e.len()
+    );
 }

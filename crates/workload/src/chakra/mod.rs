@@ -43,6 +43,8 @@ pub enum ChakraError {
     Empty { path: PathBuf },
     #[error("no trace files `{prefix}.0.et`, `{prefix}.1.et`, ... found")]
     NoFiles { prefix: String },
+    #[error("`{prefix}.{max}.et` exists: a trace has at most {max} ranks")]
+    TooManyRanks { prefix: String, max: usize },
     #[error("{path}: node {id}: {what}")]
     Node {
         path: PathBuf,
@@ -76,10 +78,22 @@ pub struct RankTrace {
 /// are a few MiB a rank): a small gzip cannot make the reader allocate without bound.
 pub const MAX_FILE_BYTES: u64 = 4 << 30;
 
-/// Reads one `.et` file, plain or gzipped. Limits: [`MAX_FILE_BYTES`] decompressed, and no
-/// empty node record (each node then takes at least two bytes of the file, so memory stays a
-/// bounded multiple of the input).
+/// The most nodes one `.et` file may hold (16,777,216; the largest real traces hold a few
+/// hundred thousand a rank): a decoded node takes some 200 bytes, so this caps a trace's nodes
+/// at a few GiB of memory, where 4 GiB of two-byte records would take hundreds.
+pub const MAX_NODES: usize = 1 << 24;
+
+/// The most rank files a trace may have: 1,048,576, the most GPUs a preset builds.
+pub const MAX_RANKS: usize = 1 << 20;
+
+/// Reads one `.et` file, plain or gzipped. Limits: [`MAX_FILE_BYTES`] decompressed,
+/// [`MAX_NODES`] nodes, and no empty node record (each node then takes at least two bytes of
+/// the file, so memory stays a bounded multiple of the input).
 pub fn read_file(path: &Path) -> Result<RankTrace, ChakraError> {
+    read_file_with(path, MAX_NODES)
+}
+
+fn read_file_with(path: &Path, max_nodes: usize) -> Result<RankTrace, ChakraError> {
     let too_big = || ChakraError::Decode {
         path: path.to_path_buf(),
         offset: MAX_FILE_BYTES as usize,
@@ -125,6 +139,13 @@ pub fn read_file(path: &Path) -> Result<RankTrace, ChakraError> {
                 what: "an empty node record (a node has at least an id)".into(),
             });
         }
+        if nodes.len() == max_nodes {
+            return Err(ChakraError::Decode {
+                path: path.to_path_buf(),
+                offset,
+                what: format!("more than {max_nodes} nodes"),
+            });
+        }
         nodes.push(pb::Node::decode_length_delimited(&mut buf).map_err(|e| decode_err(offset, e))?);
     }
     Ok(RankTrace { metadata, nodes })
@@ -150,13 +171,24 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ChakraError> {
     fabricsim_topology::outfile::write_file(path, |w| w.write_all(bytes)).map_err(io(path))
 }
 
-/// The files of a trace: `<prefix>.0.et`, `<prefix>.1.et`, ... up to the first missing rank.
+/// The files of a trace: `<prefix>.0.et`, `<prefix>.1.et`, ... up to the first missing rank,
+/// at most [`MAX_RANKS`].
 pub fn rank_files(prefix: &str) -> Result<Vec<PathBuf>, ChakraError> {
+    rank_files_with(prefix, MAX_RANKS)
+}
+
+fn rank_files_with(prefix: &str, max_ranks: usize) -> Result<Vec<PathBuf>, ChakraError> {
     let mut files = Vec::new();
     loop {
         let p = PathBuf::from(format!("{prefix}.{}.et", files.len()));
         if !p.is_file() {
             break;
+        }
+        if files.len() == max_ranks {
+            return Err(ChakraError::TooManyRanks {
+                prefix: prefix.to_string(),
+                max: max_ranks,
+            });
         }
         files.push(p);
     }
@@ -166,4 +198,43 @@ pub fn rank_files(prefix: &str) -> Result<Vec<PathBuf>, ChakraError> {
         });
     }
     Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trace(nodes: u64) -> RankTrace {
+        RankTrace {
+            metadata: pb::GlobalMetadata::default(),
+            nodes: (1..=nodes)
+                .map(|id| pb::Node {
+                    id,
+                    ..pb::Node::default()
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn node_and_rank_counts_are_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let prefix = dir.path().join("t").to_str().unwrap().to_string();
+        for rank in 0..3 {
+            write_file(Path::new(&format!("{prefix}.{rank}.et")), &trace(10)).unwrap();
+        }
+        let file = PathBuf::from(format!("{prefix}.0.et"));
+        assert_eq!(read_file_with(&file, 10).unwrap().nodes.len(), 10);
+        let e = read_file_with(&file, 9).unwrap_err().to_string();
+        assert!(
+            e.contains("t.0.et: byte") && e.contains("more than 9 nodes"),
+            "{e}"
+        );
+        assert_eq!(rank_files_with(&prefix, 3).unwrap().len(), 3);
+        let e = rank_files_with(&prefix, 2).unwrap_err().to_string();
+        assert!(
+            e.contains("t.2.et` exists: a trace has at most 2 ranks"),
+            "{e}"
+        );
+    }
 }
