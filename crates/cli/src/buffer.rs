@@ -14,7 +14,7 @@ use fabricsim_te::Routing;
 
 use crate::failure::{input, other, CmdResult};
 use crate::output::write_output;
-use crate::run::sim_failure;
+use crate::run::{overrides, sim_failure};
 
 #[derive(Args)]
 pub struct BufferArgs {
@@ -52,12 +52,7 @@ pub struct BufferArgs {
 }
 
 pub fn run(args: BufferArgs) -> CmdResult {
-    let sets = args
-        .set
-        .iter()
-        .map(|s| Override::parse(s))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| input(anyhow!(e)))?;
+    let sets = overrides(&args.set)?;
     let slowdown = args
         .slowdown
         .trim_end_matches('%')

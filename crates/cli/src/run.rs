@@ -98,13 +98,15 @@ pub(crate) fn sim_failure(e: SimError) -> Failure {
     }
 }
 
+/// The `--set KEY=VALUE` flags, read.
+pub(crate) fn overrides(sets: &[String]) -> Result<Vec<Override>, Failure> {
+    sets.iter()
+        .map(|s| Override::parse(s).map_err(|e| input(anyhow!(e))))
+        .collect()
+}
+
 pub fn run(args: RunArgs) -> CmdResult {
-    let sets = args
-        .set
-        .iter()
-        .map(|s| Override::parse(s))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| input(anyhow!(e)))?;
+    let sets = overrides(&args.set)?;
     let (mut scenario, name) = match &args.scenario {
         Some(path) => (
             Scenario::load_with(path, &sets).map_err(input)?,

@@ -3,7 +3,7 @@
 //! under each routing policy.
 //!
 //! Each point of the curve is `draws` random sets of `k` failed elements, each run over `seeds`
-//! seeds ([`what_if`]). The draws depend only on `k` and the draw's index, so every routing
+//! seeds ([`what_if_in_order`]). The draws depend only on `k` and the draw's index, so every routing
 //! policy meets the same failures and the policies are compared pair by pair. A draw that cuts
 //! a job off counts as an infinite slowdown of that job, and only of that job.
 
@@ -14,7 +14,7 @@ use fabricsim_topology::{NodeKind, Topology};
 use crate::control::LinkEvent;
 use crate::scenario::Scenario;
 use crate::simulate::SimError;
-use crate::whatif::{what_if, Action};
+use crate::whatif::{what_if_in_order, Action};
 
 /// One job at one number of failures, over every draw and seed.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -164,7 +164,8 @@ pub fn capacity_buffer(
     let elements = elements_of_kind(topo, &spec.kind).map_err(BufferError::Kind)?;
     let max = spec.max.min(elements.len());
     let (draws, seeds) = (spec.draws.max(1), spec.seeds.max(1));
-    let actions: Vec<(usize, Action)> = (1..=max)
+    // Count by count, draw by draw: the costs come back in this order, `draws` a count.
+    let actions: Vec<Action> = (1..=max)
         .flat_map(|k| (0..draws).map(move |d| (k, d)))
         .map(|(k, d)| {
             let events = draw(&elements, k, d)
@@ -177,15 +178,14 @@ pub fn capacity_buffer(
                 })
                 .collect();
             let label = format!("{k} failed, draw {d}");
-            (k, Action { label, events })
+            Action { label, events }
         })
         .collect();
-    let only: Vec<Action> = actions.iter().map(|(_, a)| a.clone()).collect();
     let mut curves = Vec::with_capacity(routings.len());
     for &routing in routings {
         let mut sc = s.clone();
         sc.routing = routing;
-        let report = what_if(&sc, topo, &only, seeds)?;
+        let report = what_if_in_order(&sc, topo, &actions, seeds)?;
         let jobs: Vec<String> = report.baseline.iter().map(|(j, _)| j.clone()).collect();
         let baseline_ms = report
             .baseline
@@ -204,18 +204,7 @@ pub fn capacity_buffer(
                 })
                 .collect(),
         }];
-        for k in 1..=max {
-            let costs: Vec<_> = actions
-                .iter()
-                .filter(|(kk, _)| *kk == k)
-                .map(|(_, a)| {
-                    report
-                        .actions
-                        .iter()
-                        .find(|c| c.action == a.label)
-                        .expect("every action is reported")
-                })
-                .collect();
+        for (k, costs) in (1..=max).zip(report.actions.chunks(draws as usize)) {
             let jobs = jobs
                 .iter()
                 .map(|name| {
@@ -223,7 +212,7 @@ pub fn capacity_buffer(
                     let mut cut_off = 0;
                     // A job missing from a draw's costs was cut off by it (the others are
                     // costed even then).
-                    for c in &costs {
+                    for c in costs {
                         match c.jobs.iter().find(|cost| cost.job == *name) {
                             Some(cost) => changes.extend(cost.change.iter().copied()),
                             None => {

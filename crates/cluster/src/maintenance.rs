@@ -3,7 +3,7 @@
 //! as few GPU-hours as possible, keeps every job connected, and is compared with draining them
 //! in the order given.
 //!
-//! The search is greedy. The single drains are costed once ([`what_if`]). Each batch then starts
+//! The search is greedy. The single drains are costed once ([`what_if_in_order`]). Each batch then starts
 //! from the cheapest element left and grows one element at a time: every candidate is costed
 //! together with the batch so far, and the cheapest is taken. Costing the batch as a whole, not
 //! as a sum of single costs, is what finds interactions: two switches whose loss the fabric
@@ -16,7 +16,7 @@ use fabricsim_topology::Topology;
 
 use crate::scenario::Scenario;
 use crate::simulate::SimError;
-use crate::whatif::{what_if, Action};
+use crate::whatif::{what_if_in_order, Action};
 
 /// One batch of the plan and what it costs.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -67,18 +67,11 @@ fn cost(
     batches: &[Action],
     seeds: u32,
 ) -> Result<Vec<(f64, Option<String>)>, SimError> {
-    let report = what_if(s, topo, batches, seeds)?;
-    // The report is sorted by cost; find each batch by its label.
-    Ok(batches
-        .iter()
-        .map(|b| {
-            let a = report
-                .actions
-                .iter()
-                .find(|a| a.action == b.label)
-                .expect("every action is reported");
-            (a.gpu_hours_lost_per_day, a.error.clone())
-        })
+    let report = what_if_in_order(s, topo, batches, seeds)?;
+    Ok(report
+        .actions
+        .into_iter()
+        .map(|a| (a.gpu_hours_lost_per_day, a.error))
         .collect())
 }
 

@@ -195,8 +195,25 @@ fn seeded(s: &Scenario, k: u32) -> Scenario {
     s
 }
 
-/// Runs the baseline and every action over `seeds` seeds.
+/// Runs the baseline and every action over `seeds` seeds; the actions ranked, cheapest first
+/// (ties, and failures, infinitely costly, in the order given).
 pub fn what_if(
+    s: &Scenario,
+    topo: &Topology,
+    actions: &[Action],
+    seeds: u32,
+) -> Result<WhatIfReport, SimError> {
+    let mut report = what_if_in_order(s, topo, actions, seeds)?;
+    report.actions.sort_by(|a, b| {
+        a.gpu_hours_lost_per_day
+            .total_cmp(&b.gpu_hours_lost_per_day)
+    });
+    Ok(report)
+}
+
+/// [`what_if`] with the actions' costs in the order the actions were given, for callers that
+/// pair them with their actions.
+pub fn what_if_in_order(
     s: &Scenario,
     topo: &Topology,
     actions: &[Action],
@@ -283,11 +300,6 @@ pub fn what_if(
             tiers: tier_changes(&base_tiers, &tiers),
         });
     }
-    // Cheapest first; ties (and failures, infinitely costly) in the order given.
-    costs.sort_by(|a, b| {
-        a.gpu_hours_lost_per_day
-            .total_cmp(&b.gpu_hours_lost_per_day)
-    });
     Ok(WhatIfReport {
         seeds,
         baseline,

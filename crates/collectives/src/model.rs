@@ -166,6 +166,12 @@ pub struct Costing {
 }
 
 impl Costing {
+    /// Wire bytes an NVLS transfer weighs on its NVLink port per byte on `gpu`: 1 / NCCL's NVLS
+    /// efficiency (1 where the generation has no NVLS).
+    pub fn nvls_weight(gpu: Generation) -> f64 {
+        1.0 / gpu.nvls_efficiency().unwrap_or(1.0)
+    }
+
     pub fn new(
         algorithm: Algorithm,
         protocol: Protocol,
@@ -193,7 +199,7 @@ impl Costing {
             family,
             protocol,
             efficiency,
-            nvls_weight: 1.0 / gpu.nvls_efficiency().unwrap_or(1.0),
+            nvls_weight: Costing::nvls_weight(gpu),
             multi_host: hosts > 1,
             group_cap,
         }

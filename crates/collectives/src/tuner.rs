@@ -224,10 +224,7 @@ pub fn predict(
     platform: &Platform,
     protocol: Protocol,
 ) -> Result<f64, PlanError> {
-    let sched = plan(&Request {
-        fidelity: Fidelity::Pipelined,
-        ..*req
-    })?;
+    let (sched, loads) = pipelined(req, platform)?;
     let costing = Costing::new(
         req.algorithm,
         protocol,
@@ -235,20 +232,29 @@ pub fn predict(
         req.channels,
         platform.gpu,
     );
-    let loads = Loads::of(&sched, req.ranks, platform, costing.nvls_weight);
     Ok(loads.time(&sched, platform, &costing) / 1e3)
+}
+
+/// `req`'s pipelined plan and the port loads of its phases.
+fn pipelined(req: &Request<'_>, platform: &Platform) -> Result<(Schedule, Loads), PlanError> {
+    let sched = plan(&Request {
+        fidelity: Fidelity::Pipelined,
+        ..*req
+    })?;
+    let loads = Loads::of(
+        &sched,
+        req.ranks,
+        platform,
+        Costing::nvls_weight(platform.gpu),
+    );
+    Ok((sched, loads))
 }
 
 /// Every protocol of `req`'s algorithm, weighed (none if it cannot be planned on these ranks).
 pub fn weigh(req: &Request<'_>, platform: &Platform) -> Vec<Choice> {
-    let Ok(sched) = plan(&Request {
-        fidelity: Fidelity::Pipelined,
-        ..*req
-    }) else {
+    let Ok((sched, loads)) = pipelined(req, platform) else {
         return Vec::new();
     };
-    let nvls_weight = 1.0 / platform.gpu.nvls_efficiency().unwrap_or(1.0);
-    let loads = Loads::of(&sched, req.ranks, platform, nvls_weight);
     protocols(req.algorithm)
         .iter()
         .map(|&protocol| {
