@@ -8,7 +8,7 @@ use fabricsim_collectives::{Algorithm, Fidelity, Protocol, QpMode};
 use fabricsim_routing::{HashConfig, Policy};
 use fabricsim_te::Routing;
 use fabricsim_topology::{FabricSource, Nanos};
-use fabricsim_workload::llm::{DpMode, ModelSpec, Parallelism, Recompute, Training};
+use fabricsim_workload::llm::{DpMode, ModelSpec, Parallelism, RankOrder, Recompute, Training};
 use fabricsim_workload::{Efficiency, GpuSpec};
 use serde::Deserialize;
 
@@ -135,6 +135,8 @@ struct LlmToml {
     dp_mode: String,
     #[serde(default = "one")]
     ep: u32,
+    /// Rank layering, innermost first (`tp-cp-pp-dp`, Megatron's `tp-cp-ep-dp-pp`, ...).
+    order: Option<String>,
     seq: u32,
     #[serde(default = "one")]
     micro_batch: u32,
@@ -465,6 +467,10 @@ fn llm(l: &LlmToml, gpu: GpuSpec) -> Result<Training, String> {
             ))
         }
     };
+    let order = match &l.order {
+        Some(o) => RankOrder::parse(o)?,
+        None => RankOrder::default(),
+    };
     let t = Training {
         model,
         parallel: Parallelism {
@@ -476,6 +482,7 @@ fn llm(l: &LlmToml, gpu: GpuSpec) -> Result<Training, String> {
             dp: l.dp,
             dp_mode,
             ep: l.ep,
+            order,
         },
         seq: l.seq,
         micro_batch: l.micro_batch,

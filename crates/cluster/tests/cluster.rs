@@ -13,7 +13,9 @@ use fabricsim_routing::{HashConfig, Policy, Router};
 use fabricsim_topology::presets;
 use fabricsim_topology::Topology;
 use fabricsim_workload::chakra::import;
-use fabricsim_workload::llm::{generate, DpMode, ModelSpec, Parallelism, Recompute, Training};
+use fabricsim_workload::llm::{
+    generate, DpMode, ModelSpec, Parallelism, RankOrder, Recompute, Training,
+};
 use fabricsim_workload::{Binding, ComputeModel, GpuSpec, Group, Op, OpKind, Program, Workload};
 
 fn zone() -> Topology {
@@ -123,6 +125,7 @@ fn small_llm() -> Training {
             dp: 2,
             dp_mode: DpMode::Fsdp,
             ep: 1,
+            order: RankOrder::default(),
         },
         seq: 2048,
         micro_batch: 1,

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use fabricsim_collectives::Collective;
 use fabricsim_workload::chakra::{self, import};
 use fabricsim_workload::llm::{
-    generate, memory, DpMode, ModelSpec, Parallelism, Recompute, Training,
+    generate, memory, DpMode, ModelSpec, Parallelism, RankOrder, Recompute, Training,
 };
 use fabricsim_workload::{GpuSpec, OpKind, Workload};
 
@@ -151,6 +151,7 @@ pub fn training(
             dp,
             dp_mode,
             ep: 1,
+            order: RankOrder::default(),
         },
         seq: 4096,
         micro_batch: 1,
@@ -299,6 +300,56 @@ fn moe_emits_expert_all_to_alls() {
     assert_eq!(n, 32 * 2 * 4);
     assert_eq!(bytes, 32 * 2 * 4 * (4096 * 2 * 4096 * 2));
     assert!((flops_of(&w) / kernel_flops(&t) - 1.0).abs() < 1e-9);
+}
+
+#[test]
+fn megatron_rank_order_keeps_expert_parallelism_in_the_server() {
+    // Megatron-Core's MoE reference mapping for Mixtral 8×7B: TP 1, EP 8, PP 4 on 64 GPUs.
+    let mut t = training("mixtral-8x7b", 1, 1, 4, 1, 16, DpMode::Ddp);
+    t.parallel.ep = 8;
+    t.global_batch = 64;
+    let ep_of_rank0 = |t: &Training| {
+        let w = generate(t).unwrap();
+        let g = w.groups.iter().find(|g| g.name.starts_with("ep")).unwrap();
+        g.ranks.clone()
+    };
+    // Llama 3's order puts the pipeline stages inside data parallelism: EP spans 8 servers' GPUs.
+    assert_eq!(ep_of_rank0(&t), [0, 4, 8, 12, 16, 20, 24, 28]);
+    t.parallel.order = RankOrder::parse("tp-cp-ep-dp-pp").unwrap();
+    assert_eq!(ep_of_rank0(&t), (0..8).collect::<Vec<u32>>());
+    let w = generate(&t).unwrap();
+    assert_eq!(
+        w.ranks[8].program, 0,
+        "rank 8 is the second server of stage 0"
+    );
+    assert_eq!(w.ranks[16].program, 1, "stage 1 starts after DP × TP ranks");
+}
+
+#[test]
+fn moe_layers_permute_tokens_and_run_the_activation() {
+    let mut t = training("mixtral-8x7b", 1, 1, 1, 1, 8, DpMode::Fsdp);
+    t.parallel.ep = 8;
+    t.global_batch = 8; // one micro-batch per replica
+    let w = generate(&t).unwrap();
+    let bytes_of = |label: &str| -> f64 {
+        let p = w.program_of(0);
+        p.ops
+            .iter()
+            .filter(|o| w.label(o) == label)
+            .map(|o| match o.kind {
+                OpKind::Compute(c) => c.bytes,
+                _ => 0.0,
+            })
+            .sum()
+    };
+    // 4,096 tokens of d = 4,096 in BF16, read once and written once per chosen expert (top-2).
+    let act = 4096.0 * 4096.0 * 2.0;
+    assert_eq!(bytes_of("layer0/permute"), 3.0 * act);
+    assert_eq!(bytes_of("layer0/unpermute-bwd"), 3.0 * act);
+    // SwiGLU over the 8,192 routed tokens of FFN 14,336: gate and up in, product out.
+    let ffn = 8192.0 * 14336.0 * 2.0;
+    assert_eq!(bytes_of("layer0/expert-act"), 3.0 * ffn);
+    assert_eq!(bytes_of("layer0/expert-act-bwd"), 5.0 * ffn);
 }
 
 #[test]

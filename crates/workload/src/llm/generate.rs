@@ -18,6 +18,7 @@ use std::collections::HashMap;
 
 use fabricsim_collectives::Collective;
 
+use super::layout::{Coord, Dim, Layout};
 use super::schedule::{stage_actions, Pass};
 use super::{memory, DpMode, LlmError, Recompute, Training};
 use crate::graph::{Accounting, Binding, Compute, Group, Op, OpClass, OpKind, Program, Workload};
@@ -25,89 +26,6 @@ use crate::graph::{Accounting, Binding, Compute, Group, Op, OpClass, OpKind, Pro
 const BF16: u64 = 2;
 const NEXT: u16 = 0;
 const PREV: u16 = 1;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Dim {
-    Tp,
-    Cp,
-    Dp,
-    Ep,
-    Edp,
-}
-
-impl Dim {
-    fn name(self) -> &'static str {
-        match self {
-            Dim::Tp => "tp",
-            Dim::Cp => "cp",
-            Dim::Dp => "dp",
-            Dim::Ep => "ep",
-            Dim::Edp => "edp",
-        }
-    }
-}
-
-/// A rank's coordinates.
-#[derive(Clone, Copy, Debug)]
-struct Coord {
-    tp: u32,
-    cp: u32,
-    pp: u32,
-    dp: u32,
-}
-
-struct Layout {
-    tp: u32,
-    cp: u32,
-    pp: u32,
-    dp: u32,
-    ep: u32,
-}
-
-impl Layout {
-    fn rank(&self, c: Coord) -> u32 {
-        c.tp + self.tp * (c.cp + self.cp * (c.pp + self.pp * c.dp))
-    }
-
-    fn coord(&self, r: u32) -> Coord {
-        Coord {
-            tp: r % self.tp,
-            cp: (r / self.tp) % self.cp,
-            pp: (r / (self.tp * self.cp)) % self.pp,
-            dp: r / (self.tp * self.cp * self.pp),
-        }
-    }
-
-    /// The members of `r`'s group along `dim`, in group order.
-    fn members(&self, dim: Dim, r: u32) -> Vec<u32> {
-        let c = self.coord(r);
-        match dim {
-            Dim::Tp => (0..self.tp)
-                .map(|i| self.rank(Coord { tp: i, ..c }))
-                .collect(),
-            Dim::Cp => (0..self.cp)
-                .map(|i| self.rank(Coord { cp: i, ..c }))
-                .collect(),
-            Dim::Dp => (0..self.dp)
-                .map(|i| self.rank(Coord { dp: i, ..c }))
-                .collect(),
-            Dim::Ep => {
-                let base = c.dp / self.ep * self.ep;
-                (0..self.ep)
-                    .map(|i| self.rank(Coord { dp: base + i, ..c }))
-                    .collect()
-            }
-            Dim::Edp => (0..self.dp / self.ep)
-                .map(|j| {
-                    self.rank(Coord {
-                        dp: c.dp % self.ep + j * self.ep,
-                        ..c
-                    })
-                })
-                .collect(),
-        }
-    }
-}
 
 /// Generates the workload; errors when the layout does not fit the model or HBM.
 pub fn generate(t: &Training) -> Result<Workload, LlmError> {
@@ -134,6 +52,7 @@ pub fn generate(t: &Training) -> Result<Workload, LlmError> {
         pp: p.pp,
         dp: p.dp,
         ep: p.ep,
+        order: p.order,
     };
     let mut dims = Vec::new();
     for (dim, size) in [
@@ -389,6 +308,28 @@ impl Emitter<'_> {
         6 * self.act_bytes() / shard
     }
 
+    /// The MLP activation between the up and the down GEMM over `rows` tokens, as one fused
+    /// kernel (Megatron's fused bias-SwiGLU / bias-GELU): SwiGLU reads gate and up and writes
+    /// their product forward, and backward reads those three and writes two gradients; GELU
+    /// reads one and writes one forward, reads two and writes one backward.
+    fn activation(&self, rows: u64, backward: bool) -> Compute {
+        let tensors = match (self.t.model.gated_mlp, backward) {
+            (true, false) => 3,
+            (true, true) => 5,
+            (false, false) => 2,
+            (false, true) => 3,
+        };
+        let ffn_local = u64::from(self.t.model.ffn) / self.tp();
+        elementwise(tensors * rows * ffn_local * BF16)
+    }
+
+    /// MoE token permutation (or unpermutation, the same bytes): the rank's tokens read once
+    /// and written once per chosen expert, grouped by expert (Megatron's fused permute).
+    fn permute_bytes(&self) -> u64 {
+        let shard = if self.t.parallel.sp { self.tp() } else { 1 };
+        self.act_bytes() * (1 + u64::from(self.t.model.top_k)) / shard
+    }
+
     /// One layer's forward; returns the op its output depends on.
     fn layer_forward(&mut self, l: u32, input: Vec<u32>, tag: &str) -> Vec<u32> {
         let t = self.t;
@@ -426,13 +367,15 @@ impl Emitter<'_> {
                 gemm(tok, u64::from(m.experts), d, 1.0 / tp as f64),
                 &x,
             );
+            let perm = elementwise(self.permute_bytes());
+            let p = self.compute(&format!("layer{l}/permute{tag}"), perm, &[r]);
             let a2a = self.a2a_bytes();
             let x = self.coll(
                 &format!("layer{l}/dispatch-ep-all-to-all{tag}"),
                 Collective::AllToAll,
                 a2a,
                 self.ep,
-                vec![r],
+                vec![p],
             );
             let routed = tok * u64::from(m.top_k);
             let up = self.compute(
@@ -440,28 +383,33 @@ impl Emitter<'_> {
                 gemm(routed, up_n, d, 1.0),
                 &x,
             );
+            let act = self.activation(routed, false);
+            let a = self.compute(&format!("layer{l}/expert-act{tag}"), act, &[up]);
             let dn = self.compute(
                 &format!("layer{l}/expert-down{tag}"),
                 gemm(routed, d, ffn_local, 1.0),
-                &[up],
+                &[a],
             );
-            self.coll(
+            let x = self.coll(
                 &format!("layer{l}/combine-ep-all-to-all{tag}"),
                 Collective::AllToAll,
                 a2a,
                 self.ep,
                 vec![dn],
-            )
+            );
+            vec![self.compute(&format!("layer{l}/unpermute{tag}"), perm, &x)]
         } else {
             let up = self.compute(
                 &format!("layer{l}/mlp-up{tag}"),
                 gemm(tok, up_n, d, 1.0),
                 &x,
             );
+            let act = self.activation(tok, false);
+            let a = self.compute(&format!("layer{l}/mlp-act{tag}"), act, &[up]);
             vec![self.compute(
                 &format!("layer{l}/mlp-down{tag}"),
                 gemm(tok, d, ffn_local, 1.0),
-                &[up],
+                &[a],
             )]
         };
         let x = self.tp_reduce(l, &format!("mlp{tag}"), down);
@@ -485,13 +433,15 @@ impl Emitter<'_> {
         let up_n = if m.gated_mlp { 2 } else { 1 } * u64::from(m.ffn) / tp;
         let ffn_local = u64::from(m.ffn) / tp;
         let x = if m.is_moe() {
+            let perm = elementwise(self.permute_bytes());
+            let u = self.compute(&format!("layer{l}/unpermute-bwd"), perm, &x);
             let a2a = self.a2a_bytes();
             let x = self.coll(
                 &format!("layer{l}/combine-bwd-ep-all-to-all"),
                 Collective::AllToAll,
                 a2a,
                 self.ep,
-                x,
+                vec![u],
             );
             let routed = tok * u64::from(m.top_k);
             let dn = self.compute(
@@ -499,10 +449,12 @@ impl Emitter<'_> {
                 gemm(routed, d, ffn_local, 2.0),
                 &x,
             );
+            let act = self.activation(routed, true);
+            let a = self.compute(&format!("layer{l}/expert-act-bwd"), act, &[dn]);
             let up = self.compute(
                 &format!("layer{l}/expert-up-bwd"),
                 gemm(routed, up_n, d, 2.0),
-                &[dn],
+                &[a],
             );
             let x = self.coll(
                 &format!("layer{l}/dispatch-bwd-ep-all-to-all"),
@@ -511,10 +463,11 @@ impl Emitter<'_> {
                 self.ep,
                 vec![up],
             );
+            let p = self.compute(&format!("layer{l}/permute-bwd"), perm, &x);
             vec![self.compute(
                 &format!("layer{l}/router-bwd"),
                 gemm(tok, u64::from(m.experts), d, 2.0 / tp as f64),
-                &x,
+                &[p],
             )]
         } else {
             let dn = self.compute(
@@ -522,10 +475,12 @@ impl Emitter<'_> {
                 gemm(tok, d, ffn_local, 2.0),
                 &x,
             );
+            let act = self.activation(tok, true);
+            let a = self.compute(&format!("layer{l}/mlp-act-bwd"), act, &[dn]);
             vec![self.compute(
                 &format!("layer{l}/mlp-up-bwd"),
                 gemm(tok, up_n, d, 2.0),
-                &[dn],
+                &[a],
             )]
         };
         let x = self.tp_gather_bwd(l, "mlp", x);

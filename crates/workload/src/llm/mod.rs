@@ -1,12 +1,12 @@
 //! The LLM training workload generator: a model, a parallel layout and a batch become per-rank op
 //! DAGs ([`generate`]), with the memory each rank needs ([`memory`]).
 //!
-//! Ranks are laid out `[TP, CP, PP, DP]`, innermost first (REFERENCE.md §5):
-//! `rank = tp + TP·(cp + CP·(pp + PP·dp))`. Expert parallelism splits the DP dimension: an EP
-//! group is `EP` consecutive DP indices, and an expert's data-parallel group the DP indices with
-//! the same position in their EP group.
+//! Ranks are laid out in a chosen order ([`RankOrder`]), by default Llama 3's `[TP, CP, PP, DP]`,
+//! innermost first: `rank = tp + TP·(cp + CP·(pp + PP·dp))`. Expert parallelism splits the DP
+//! dimension ([`layout`]).
 
 pub mod generate;
+pub mod layout;
 pub mod memory;
 pub mod model;
 pub mod schedule;
@@ -14,6 +14,7 @@ pub mod schedule;
 use serde::Serialize;
 
 pub use generate::generate;
+pub use layout::RankOrder;
 pub use memory::{memory, MemoryBreakdown};
 pub use model::ModelSpec;
 
@@ -57,6 +58,8 @@ pub struct Parallelism {
     pub dp: u32,
     pub dp_mode: DpMode,
     pub ep: u32,
+    /// How the TP, CP, PP and DP coordinates are laid onto consecutive ranks.
+    pub order: RankOrder,
 }
 
 impl Parallelism {
