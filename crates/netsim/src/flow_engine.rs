@@ -1,8 +1,8 @@
 //! The flow-level engine: flows share links max-min fairly; rates are re-solved only where
 //! something changed.
 //!
-//! Bookkeeping: a flow's remaining bytes are settled lazily, from its rate and the time of its
-//! last rate change. Every arrival, drain, reroute or capacity change marks flows or links
+//! Bookkeeping: what a flow has sent is settled lazily, from its rate and the time of its last
+//! rate change. Every arrival, drain, reroute or capacity change marks flows or links
 //! *dirty*; before time moves on, all changes that share the current timestamp are solved
 //! together, and only the flows they can affect are re-solved (SimGrid's "selective update",
 //! narrowed further; `component.rs` has the search, the solve and its check).
@@ -26,36 +26,24 @@
 //!
 //! A flow *drains* when its last byte leaves the source; it *completes* one path latency later,
 //! when the last byte arrives.
+//!
+//! The variables of all this are *cohorts* (`cohort.rs`): the flows on one path in flight, one
+//! variable weighted by their number, so that dense sharing costs per path, not per flow.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
 
 use fabricsim_topology::{Bandwidth, LinkId, Nanos, Topology};
 
 use crate::engine::{Completion, Engine, FlowId, FlowSpec, LinkStats};
 use crate::maxmin::Solver;
 
+mod cohort;
 mod component;
 mod link;
 
+use cohort::{path_key, path_slot, Cohort, Member, NO_COHORT, PATH_SLOTS};
 use link::{Link, Spill};
-
-struct Flow {
-    links: Span,
-    cap: f64,
-    latency: Nanos,
-    /// Bytes still to send as of `updated`.
-    remaining: f64,
-    /// Its size, and the bytes it sent before it moved onto `links` (credited to the links it
-    /// left when it was rerouted): what its links carried is summed from these when asked
-    /// for, not counted as it goes (see `link_stats`).
-    size: f64,
-    sent_before: f64,
-    updated: Nanos,
-    /// Bumped whenever the rate changes, so stale drain events are skipped.
-    version: u32,
-    active: bool,
-}
 
 /// Where a flow's links lie in the [`Incidence`] arena.
 #[derive(Clone, Copy)]
@@ -69,19 +57,22 @@ struct Span {
 
 const UNWEIGHTED: usize = usize::MAX;
 
-/// Every flow's links, in one arena in submission order: no allocation per flow, and a flow's
-/// links are one contiguous read. A rerouted flow's new links are appended (its old ones stay,
-/// unused: reroutes are rare).
+/// Every cohort's links, in one arena in the order cohorts formed: no allocation per cohort,
+/// and a cohort's links are one contiguous read.
 #[derive(Default)]
 struct Incidence {
     ids: Vec<u32>,
     weights: Vec<f64>,
+    /// Per entry of `ids`: the cohort's position in that link's flow list while it is on it,
+    /// so that taking it off is a swap, not a search through the link's thousands.
+    pos: Vec<u32>,
 }
 
 impl Incidence {
     fn push(&mut self, links: &[(LinkId, f64)]) -> Span {
         let ids = self.ids.len();
         self.ids.extend(links.iter().map(|&(l, _)| l.0));
+        self.pos.resize(self.ids.len(), 0);
         let weights = if links.iter().all(|&(_, w)| w == 1.0) {
             UNWEIGHTED
         } else {
@@ -96,7 +87,17 @@ impl Incidence {
         }
     }
 
-    /// The links of `span`, each with its weight.
+    /// The `i`-th link of `span` and its weight (one flow's).
+    fn at(&self, span: Span, i: usize) -> (u32, f64) {
+        let w = if span.weights == UNWEIGHTED {
+            1.0
+        } else {
+            self.weights[span.weights + i]
+        };
+        (self.ids[span.ids + i], w)
+    }
+
+    /// The links of `span`, each with its weight (one flow's).
     fn get(&self, span: Span) -> impl Iterator<Item = (u32, f64)> + '_ {
         let ids = &self.ids[span.ids..span.ids + span.len as usize];
         let weights = (span.weights != UNWEIGHTED)
@@ -105,6 +106,12 @@ impl Incidence {
             .enumerate()
             .map(move |(i, &l)| (l, weights.map_or(1.0, |w| w[i])))
     }
+}
+
+/// Cohort `b`'s links, each with its weight on the link: its flows' weight times their number.
+fn weighted<'a>(incidence: &'a Incidence, b: &Cohort) -> impl Iterator<Item = (u32, f64)> + 'a {
+    let members = f64::from(b.members);
+    incidence.get(b.links).map(move |(l, w)| (l, w * members))
 }
 
 /// Scratch for one component's solve, in the component's local link numbers: the flows'
@@ -127,21 +134,26 @@ struct FlowHot {
     slot: u32,
 }
 
-/// An event due at a time (ns) for a flow, with a tag (a drain's rate version), packed into
-/// one integer so that the event heaps compare once: ordered by time, then flow, then tag, as
-/// the tuple would be.
+/// An event due at a time (ns) for a cohort or a flow, packed into one integer so that the
+/// event heaps compare once: ordered by time, then id, as the pair would be.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct Due(u128);
 
 impl Due {
-    fn new(at: u64, flow: u32, tag: u32) -> Due {
-        Due(u128::from(at) << 64 | u128::from(flow) << 32 | u128::from(tag))
+    fn new(at: u64, id: u32) -> Due {
+        Due(u128::from(at) << 64 | u128::from(id))
     }
 
-    fn parts(self) -> (u64, u32, u32) {
-        ((self.0 >> 64) as u64, (self.0 >> 32) as u32, self.0 as u32)
+    fn parts(self) -> (u64, u32) {
+        ((self.0 >> 64) as u64, self.0 as u32)
     }
 }
+
+/// Paths longer than this are searched by link through a sorted copy (`entry_on`).
+const LONG_PATH: usize = 32;
+
+/// No drain: a cohort at rate 0, or not solved yet.
+const NEVER: u64 = u64::MAX;
 
 /// Relative slack of "saturated" and "no faster": rates and loads are sums of floats.
 const TOLERANCE: f64 = 1e-9;
@@ -153,23 +165,34 @@ const CERTIFIED: u32 = u32::MAX - 1;
 pub struct FlowEngine {
     now: Nanos,
     link: Vec<Link>,
-    flows: Vec<Flow>,
+    /// The variables: the flows on one path (`cohort.rs`). The internals below say "flow" for a
+    /// cohort; the flows the user submits are `members`.
+    cohorts: Vec<Cohort>,
+    members: Vec<Member>,
+    /// The last cohort of each path, in flight or retired, by its key's slot (`cohort.rs`), or
+    /// `NO_COHORT`.
+    /// Each with the key's low 32 bits, so that a lookup reads a cohort only when the keys
+    /// agree (most lookups of a run of distinct paths find another path's cohort).
+    paths: Vec<(u32, u32)>,
+    /// The links of cohorts with more than `LONG_PATH` of them, sorted, each with its entry in
+    /// `incidence` (see `entry_on`).
+    long_paths: HashMap<u32, Box<[(u32, usize)]>, rustc_hash::FxBuildHasher>,
     incidence: Incidence,
-    /// Per flow: its rate (bytes/s) and the epoch of the last component search that took it.
-    /// Kept apart from `flows`, together, because the search reads both for every flow on
-    /// every link it visits.
+    /// Per cohort: its rate per flow (bytes/s) and the epoch of the last component search that
+    /// took it. Kept apart from `cohorts`, together, because the search reads both for every
+    /// cohort on every link it visits.
     hot: Vec<FlowHot>,
     /// The link flow lists too long for their link's cache line.
     spill: Spill,
-    /// Per link, the bytes carried by flows that were rerouted off it.
-    rerouted_bytes: Vec<f64>,
+    /// Scratch: the members a drain finished.
+    done: Vec<u32>,
     dirty_flows: Vec<u32>,
     dirty_links: Vec<u32>,
     /// The smallest rate among flows that drained since the last solve. See `solve_dirty`.
     drain_floor: f64,
     /// A reroute or capacity change is pending: everything it touches must be re-solved.
     structural: bool,
-    /// Drain times (with the rate version they were computed at) and completions, each a
+    /// Drain times (of cohorts, see `schedule_drain`) and completions (of flows), each a
     /// min-heap of [`Due`].
     drains: BinaryHeap<Reverse<Due>>,
     arrivals: BinaryHeap<Reverse<Due>>,
@@ -211,11 +234,14 @@ impl FlowEngine {
                 .iter()
                 .map(|l| Link::new(l.capacity.0 as f64))
                 .collect(),
-            flows: Vec::new(),
+            cohorts: Vec::new(),
+            members: Vec::new(),
+            paths: vec![(NO_COHORT, 0); PATH_SLOTS],
+            long_paths: HashMap::default(),
             incidence: Incidence::default(),
             hot: Vec::new(),
             spill: Spill::default(),
-            rerouted_bytes: vec![0.0; n],
+            done: Vec::new(),
             dirty_flows: Vec::new(),
             dirty_links: Vec::new(),
             drain_floor: f64::INFINITY,
@@ -244,32 +270,43 @@ impl FlowEngine {
         self.solves
     }
 
-    /// Flows re-solved, summed over all solves.
+    /// Cohorts re-solved (each the flows on one path), summed over all solves.
     pub fn solved_flows(&self) -> u64 {
         self.solved_flows
     }
 
     /// Flows submitted so far.
     pub fn flow_count(&self) -> usize {
-        self.flows.len()
+        self.members.len()
+    }
+
+    /// Paths that carried flows so far (cohorts formed): at most `flow_count`, and far fewer
+    /// where many flows share paths.
+    pub fn cohort_count(&self) -> usize {
+        self.cohorts.len()
     }
 
     /// Whether `flow` still has bytes to send.
     pub fn is_active(&self, flow: FlowId) -> bool {
-        self.flows[flow.0 as usize].active
+        self.members[flow.0 as usize].active
     }
 
-    /// Brings `f`'s remaining bytes up to now.
+    /// Brings `f`'s service (and what it carried) up to now: never past its next member's
+    /// target, where its next drain is due.
     fn settle(&mut self, f: u32) {
         let now = self.now;
         let rate = self.hot[f as usize].rate;
-        let flow = &mut self.flows[f as usize];
+        let left = self.next_target(f) - self.cohorts[f as usize].service;
+        let flow = &mut self.cohorts[f as usize];
         let sent = if rate.is_finite() {
-            (rate * ns_to_s(now.0 - flow.updated.0)).min(flow.remaining)
+            (rate * ns_to_s(now.0 - flow.updated.0)).min(left)
         } else {
-            flow.remaining
+            left
         };
-        flow.remaining -= sent;
+        if sent.is_finite() && sent > 0.0 {
+            flow.service += sent;
+            flow.carried += sent * f64::from(flow.members);
+        }
         flow.updated = now;
     }
 
@@ -279,41 +316,74 @@ impl FlowEngine {
     /// churn benchmark about 10% faster; docs/performance.md.)
     fn touch_links(&self, f: u32) {
         let mut sum = 0.0;
-        for (l, _) in self.incidence.get(self.flows[f as usize].links) {
+        for (l, _) in self.incidence.get(self.cohorts[f as usize].links) {
             sum += self.link[l as usize].capacity;
         }
         std::hint::black_box(sum);
     }
 
-    /// Takes `f` off its links: its load goes, and the links it saturated are marked for a
-    /// re-solve (see the module docs).
-    fn detach(&mut self, f: u32) {
+    /// Takes `f`, with `members` flows, off its links: its load goes, and the links it
+    /// saturated are marked for a re-solve (see the module docs).
+    fn detach(&mut self, f: u32, members: u32) {
         let rate = self.hot[f as usize].rate;
         let now = self.now.0;
-        for (l, w) in self.incidence.get(self.flows[f as usize].links) {
+        let k = f64::from(members);
+        let span = self.cohorts[f as usize].links;
+        for i in 0..span.len as usize {
+            let (l, w) = self.incidence.at(span, i);
+            let w = w * k;
             let link = &mut self.link[l as usize];
             let saturated = link.saturated(TOLERANCE);
             if rate.is_finite() {
                 link.set_load(now, (link.load() - w * rate).max(0.0));
             }
-            if link.flows.remove(f, &mut self.spill) {
-                link.weight = if link.flows.is_empty() {
-                    0.0
-                } else {
-                    link.weight - w
-                };
-            }
+            let pos = self.incidence.pos[span.ids + i];
+            debug_assert_eq!(link.flows.as_slice(&self.spill)[pos as usize], f);
+            let last = link.flows.len() as u32 - 1;
+            let moved = link.flows.remove_at(pos, &mut self.spill);
+            link.weight = if link.flows.is_empty() {
+                0.0
+            } else {
+                link.weight - w
+            };
             if saturated {
                 self.dirty_links.push(l);
+            }
+            // The list's last cohort moved to `pos`: its entry for this link says so.
+            if let Some(j) = moved.and_then(|g| self.entry_on(g, l, last)) {
+                self.incidence.pos[j] = pos;
+            }
+        }
+    }
+
+    /// The entry of cohort `g`'s links that is link `l` at position `at` of its flow list: a
+    /// scan of a short path, a binary search of a long one's sorted links (a pipelined ring's
+    /// channel crosses tens of thousands).
+    fn entry_on(&self, g: u32, l: u32, at: u32) -> Option<usize> {
+        let s = self.cohorts[g as usize].links;
+        let is = |j: usize| self.incidence.ids[j] == l && self.incidence.pos[j] == at;
+        match self.long_paths.get(&g) {
+            None => (s.ids..s.ids + s.len as usize).find(|&j| is(j)),
+            Some(sorted) => {
+                let from = sorted.partition_point(|&(m, _)| m < l);
+                sorted[from..]
+                    .iter()
+                    .take_while(|&&(m, _)| m == l)
+                    .map(|&(_, j)| j)
+                    .find(|&j| is(j))
             }
         }
     }
 
     fn attach(&mut self, f: u32) {
         self.touch_links(f);
-        for (l, w) in self.incidence.get(self.flows[f as usize].links) {
+        let span = self.cohorts[f as usize].links;
+        let k = f64::from(self.cohorts[f as usize].members);
+        for i in 0..span.len as usize {
+            let (l, w) = self.incidence.at(span, i);
+            let w = w * k;
             let link = &mut self.link[l as usize];
-            link.flows.push(f, &mut self.spill);
+            self.incidence.pos[span.ids + i] = link.flows.push(f, &mut self.spill);
             link.weight += w;
         }
         self.dirty_flows.push(f);
@@ -325,7 +395,7 @@ impl FlowEngine {
     /// than the new flow's final rate keeps its rate (filling below that level is unchanged),
     /// so an arrival re-solves only the flows at or above this floor.
     fn arrival_floor(&self, f: u32) -> f64 {
-        let flow = &self.flows[f as usize];
+        let flow = &self.cohorts[f as usize];
         self.incidence
             .get(flow.links)
             .map(|(l, _)| self.link[l as usize].capacity / self.link[l as usize].weight.max(1e-12))
@@ -337,8 +407,8 @@ impl FlowEngine {
     /// max-min rate — the links it crosses stay within capacity, so none becomes anybody's new
     /// bottleneck — and needs no solve.
     fn try_fast_path(&mut self, f: u32) -> bool {
-        let flow = &self.flows[f as usize];
-        let links = || self.incidence.get(flow.links);
+        let flow = &self.cohorts[f as usize];
+        let links = || weighted(&self.incidence, flow);
         let solo = links()
             .map(|(l, w)| self.link[l as usize].capacity / w)
             .fold(flow.cap, f64::min);
@@ -353,7 +423,7 @@ impl FlowEngine {
             return false;
         }
         let now = self.now.0;
-        for (l, w) in self.incidence.get(self.flows[f as usize].links) {
+        for (l, w) in weighted(&self.incidence, &self.cohorts[f as usize]) {
             let link = &mut self.link[l as usize];
             link.set_load(now, link.load() + w * solo);
             link.note_peak();
@@ -362,24 +432,121 @@ impl FlowEngine {
         true
     }
 
-    /// Gives `f` a new rate (its bytes settled up to now) and schedules its drain at it; the
-    /// drain scheduled at the old rate goes stale.
+    /// Gives `f` a new rate (its service settled up to now) and its next drain at it.
     fn set_rate(&mut self, f: u32, rate: f64) {
         self.hot[f as usize].rate = rate;
-        let flow = &mut self.flows[f as usize];
-        flow.version = flow.version.wrapping_add(1);
-        if rate > 0.0 {
-            let at = self.now.0 + (flow.remaining / rate * 1e9).ceil() as u64;
-            self.drains.push(Reverse(Due::new(at, f, flow.version)));
+        let left = (self.next_target(f) - self.cohorts[f as usize].service).max(0.0);
+        let at = if rate > 0.0 && left.is_finite() {
+            self.now.0 + (left / rate * 1e9).ceil() as u64
+        } else {
+            NEVER
+        };
+        self.schedule_drain(f, at);
+    }
+
+    /// Makes `at` (or `NEVER`) `f`'s drain time. The heap gets an entry only when the drain
+    /// moves earlier than `f`'s entry there: an entry that surfaces before its cohort's drain
+    /// is put back at the drain time (see `next_drain`). Rates that fall as flows arrive move
+    /// drains later, so a dense arrival phase adds no entries, where an entry per re-solve
+    /// would pile up millions of stale ones.
+    fn schedule_drain(&mut self, f: u32, at: u64) {
+        let flow = &mut self.cohorts[f as usize];
+        flow.drain_at = at;
+        if at < flow.queued_at {
+            flow.queued_at = at;
+            self.drains.push(Reverse(Due::new(at, f)));
         }
     }
 
+    /// Cohort `f` comes back on its links with its new number of flows, to be solved as an
+    /// arrival (after `detach` with the old number).
+    fn reattach(&mut self, f: u32) {
+        self.hot[f as usize].rate = 0.0;
+        self.cohorts[f as usize].drain_at = NEVER;
+        self.attach(f);
+    }
+
+    /// Cohort `f` has no flow left (and is off its links).
+    /// It stays in its slot of the table of paths, to be revived by the next flow on its path
+    /// (`place`): flows that take a path one after another (a ring's steps, every iteration's
+    /// collectives) then share one cohort's record, links and place in the link lists' index.
+    fn retire(&mut self, f: u32) {
+        self.cohorts[f as usize].active = false;
+    }
+
+    /// Puts member `m`, with `bytes` to send, on `links`: into the cohort of that path if one is
+    /// in flight, else into a new one.
+    fn place(&mut self, m: u32, links: &[(LinkId, f64)], cap: f64, latency: Nanos, bytes: f64) {
+        let key = path_key(links, cap, latency);
+        let slot = usize::from(path_slot(key));
+        let (b, check) = self.paths[slot];
+        if b != NO_COHORT && check == key as u32 && self.same_path(b, links, cap, latency) {
+            if self.cohorts[b as usize].active {
+                self.join_cohort(b, m, bytes);
+            } else {
+                self.cohorts[b as usize].revive(self.now);
+                self.hot[b as usize].rate = 0.0;
+                self.enlist(b, m, bytes);
+                self.attach(b);
+            }
+            return;
+        }
+        let b = self.cohorts.len() as u32;
+        let span = self.incidence.push(links);
+        if links.len() > LONG_PATH {
+            let mut sorted: Vec<(u32, usize)> = (0..links.len())
+                .map(|i| (links[i].0 .0, span.ids + i))
+                .collect();
+            sorted.sort_unstable();
+            self.long_paths.insert(b, sorted.into_boxed_slice());
+        }
+        self.cohorts.push(Cohort::new(span, cap, latency, self.now));
+        self.hot.push(FlowHot {
+            rate: 0.0,
+            mark: 0,
+            slot: PENDING,
+        });
+        self.paths[slot] = (b, key as u32);
+        self.enlist(b, m, bytes);
+        self.attach(b);
+    }
+
+    /// Member `m` joins cohort `b` in flight: a cohort at a rate leaves its links and comes
+    /// back one flow heavier (a departure at its rate and an arrival); one not solved yet just
+    /// weighs one flow more.
+    fn join_cohort(&mut self, b: u32, m: u32, bytes: f64) {
+        self.settle(b);
+        let rate = self.hot[b as usize].rate;
+        if rate > 0.0 {
+            self.detach(b, self.cohorts[b as usize].members);
+            self.drain_floor = self.drain_floor.min(rate);
+            self.enlist(b, m, bytes);
+            self.reattach(b);
+        } else {
+            for (l, w) in self.incidence.get(self.cohorts[b as usize].links) {
+                self.link[l as usize].weight += w;
+            }
+            self.enlist(b, m, bytes);
+        }
+    }
+
+    /// The earliest drain due. A cohort's live heap entry is the one at its `queued_at`
+    /// (others were superseded by an earlier one); one that surfaced before its drain time
+    /// goes back in at that time.
     fn next_drain(&mut self) -> Option<u64> {
         while let Some(&Reverse(due)) = self.drains.peek() {
-            let (at, f, v) = due.parts();
-            let flow = &self.flows[f as usize];
-            if flow.active && flow.version == v {
-                return Some(at);
+            let (at, f) = due.parts();
+            let flow = &mut self.cohorts[f as usize];
+            if flow.active && flow.queued_at == at {
+                if flow.drain_at == at {
+                    return Some(at);
+                }
+                self.drains.pop();
+                flow.queued_at = flow.drain_at;
+                if flow.drain_at != NEVER {
+                    self.drains.push(Reverse(Due::new(flow.drain_at, f)));
+                }
+                continue;
             }
             self.drains.pop();
         }
@@ -403,31 +570,19 @@ impl Engine for FlowEngine {
     }
 
     fn submit(&mut self, spec: FlowSpec<'_>) -> FlowId {
-        let id = self.flows.len() as u32;
+        let id = self.members.len() as u32;
+        self.members.push(Member {
+            cohort: NO_COHORT,
+            target: 0.0,
+            active: false,
+        });
         // A flow with nothing to send, or that crosses no link and has no cap, is done at once.
-        let instant = spec.bytes == 0 || (spec.links.is_empty() && spec.cap.is_none());
-        self.hot.push(FlowHot {
-            rate: 0.0,
-            mark: 0,
-            slot: PENDING,
-        });
-        self.flows.push(Flow {
-            links: self.incidence.push(spec.links),
-            cap: spec.cap.map_or(f64::INFINITY, |c| c.0 as f64),
-            latency: spec.latency,
-            remaining: spec.bytes as f64,
-            size: spec.bytes as f64,
-            sent_before: 0.0,
-            updated: self.now,
-            version: 0,
-            active: !instant,
-        });
-        if instant {
-            self.flows[id as usize].remaining = 0.0;
+        if spec.bytes == 0 || (spec.links.is_empty() && spec.cap.is_none()) {
             self.arrivals
-                .push(Reverse(Due::new(self.now.0 + spec.latency.0, id, 0)));
+                .push(Reverse(Due::new(self.now.0 + spec.latency.0, id)));
         } else {
-            self.attach(id);
+            let cap = spec.cap.map_or(f64::INFINITY, |c| c.0 as f64);
+            self.place(id, spec.links, cap, spec.latency, spec.bytes as f64);
         }
         FlowId(id)
     }
@@ -439,36 +594,47 @@ impl Engine for FlowEngine {
     }
 
     fn reroute(&mut self, flow: FlowId, links: Vec<(LinkId, f64)>, latency: Nanos) {
-        let f = flow.0;
-        if !self.flows[f as usize].active {
+        let m = flow.0;
+        let member = self.members[m as usize];
+        if !member.active {
             return;
         }
-        self.settle(f);
-        // What it sent on the links it leaves stays theirs.
-        let flow = &mut self.flows[f as usize];
-        let sent = flow.size - flow.remaining - flow.sent_before;
-        flow.sent_before += sent;
-        for (l, w) in self.incidence.get(flow.links) {
-            self.rerouted_bytes[l as usize] += sent * w;
+        // It leaves its cohort (what it sent there stays in the cohort's `carried`) and takes
+        // what it has left to its new path.
+        let b = member.cohort;
+        self.settle(b);
+        let left = self.member_remaining(m);
+        let cap = self.cohorts[b as usize].cap;
+        self.detach(b, self.cohorts[b as usize].members);
+        self.leave(m);
+        if self.cohorts[b as usize].members > 0 {
+            self.reattach(b);
+        } else {
+            self.retire(b);
         }
-        self.detach(f);
         self.structural = true;
-        let flow = &mut self.flows[f as usize];
-        flow.links = self.incidence.push(&links);
-        flow.latency = latency;
-        self.attach(f);
+        self.place(m, &links, cap, latency, left);
     }
 
     fn links(&self, flow: FlowId) -> Vec<(LinkId, f64)> {
+        let b = self.members[flow.0 as usize].cohort;
+        if b == NO_COHORT {
+            return Vec::new();
+        }
         self.incidence
-            .get(self.flows[flow.0 as usize].links)
+            .get(self.cohorts[b as usize].links)
             .map(|(l, w)| (LinkId(l), w))
             .collect()
     }
 
     fn rate(&mut self, flow: FlowId) -> Bandwidth {
         self.solve_dirty();
-        let r = self.hot[flow.0 as usize].rate;
+        let b = self.members[flow.0 as usize].cohort;
+        let r = if b == NO_COHORT {
+            0.0
+        } else {
+            self.hot[b as usize].rate
+        };
         Bandwidth(if r.is_finite() { r as u64 } else { u64::MAX })
     }
 
@@ -492,7 +658,7 @@ impl Engine for FlowEngine {
             };
             self.now = t;
             while let Some(&Reverse(due)) = self.arrivals.peek() {
-                let (at, f, _) = due.parts();
+                let (at, f) = due.parts();
                 if at != t.0 {
                     break;
                 }
@@ -507,40 +673,51 @@ impl Engine for FlowEngine {
                     break;
                 };
                 let f = due.parts().1;
+                let flow = &mut self.cohorts[f as usize];
+                (flow.queued_at, flow.drain_at) = (NEVER, NEVER);
                 self.settle(f);
-                let flow = &mut self.flows[f as usize];
-                // The drain time was rounded up to a whole ns, so everything has been sent.
-                debug_assert!(
-                    flow.remaining <= 1e-6 * (1.0 + self.hot[f as usize].rate * 1e-9),
-                    "flow {f} drained with {} bytes left",
-                    flow.remaining
-                );
-                flow.active = false;
-                let at = t.0 + flow.latency.0;
                 let rate = self.hot[f as usize].rate;
-                self.arrivals.push(Reverse(Due::new(at, f, 0)));
-                self.detach(f);
+                let before = self.cohorts[f as usize].members;
+                let mut done = std::mem::take(&mut self.done);
+                done.clear();
+                self.pop_done(f, &mut done);
+                if done.is_empty() {
+                    // Rounding left its next member a sliver short: due again a ns later.
+                    self.set_rate(f, rate);
+                    self.done = done;
+                    continue;
+                }
+                let at = t.0 + self.cohorts[f as usize].latency.0;
+                for &m in &done {
+                    self.arrivals.push(Reverse(Due::new(at, m)));
+                }
+                self.done = done;
+                self.detach(f, before);
                 self.drain_floor = self.drain_floor.min(rate);
+                if self.cohorts[f as usize].members > 0 {
+                    self.reattach(f);
+                } else {
+                    self.retire(f);
+                }
             }
         }
         self.now = self.now.max(to);
     }
 
-    /// Sums each link's bytes from the flows that crossed it (every flow's bytes sent on its
-    /// current links, plus what rerouted flows left behind): exactly the bytes flows sent,
+    /// Sums each link's bytes from the cohorts that crossed it (what each cohort's flows sent,
+    /// rerouted flows' bytes staying with the cohort they left): exactly the bytes flows sent,
     /// whatever the rounding of drain times to ns, and nothing to count per event.
     fn link_stats(&mut self) -> &LinkStats {
         self.solve_dirty();
-        self.stats.bytes.copy_from_slice(&self.rerouted_bytes);
-        for f in 0..self.flows.len() as u32 {
-            if self.flows[f as usize].active {
+        self.stats.bytes.iter_mut().for_each(|b| *b = 0.0);
+        for f in 0..self.cohorts.len() as u32 {
+            if self.cohorts[f as usize].active {
                 self.settle(f);
             }
-            let flow = &self.flows[f as usize];
-            let sent = flow.size - flow.remaining - flow.sent_before;
-            if sent > 0.0 {
+            let flow = &self.cohorts[f as usize];
+            if flow.carried > 0.0 {
                 for (l, w) in self.incidence.get(flow.links) {
-                    self.stats.bytes[l as usize] += sent * w;
+                    self.stats.bytes[l as usize] += flow.carried * w;
                 }
             }
         }

@@ -289,6 +289,119 @@ fn only_flows_a_change_can_affect_are_resolved() {
     assert_eq!(done.len(), 3);
 }
 
+/// `n` flows of `bytes` from each of `pairs` (source, destination) in turn, 1 ns apart, on one
+/// engine; returns it and the completions.
+fn dense(
+    topo: &Topology,
+    pairs: &[(&str, &str)],
+    n: usize,
+    bytes: u64,
+) -> (FlowEngine, Vec<Completion>) {
+    let mut engine = FlowEngine::new(topo);
+    let mut router = Router::new(topo, Policy::Ecmp, HashConfig::default());
+    let state = fabricsim_routing::LinkState::new(topo);
+    let mut done = Vec::new();
+    for i in 0..n {
+        engine.advance(Nanos(i as u64), &mut done);
+        let (a, b) = pairs[i % pairs.len()];
+        let key = FlowKey::connection(id(topo, a), id(topo, b), 0, 0);
+        let route = router.route(&state, &key).unwrap();
+        engine.submit(fabricsim_netsim::FlowSpec {
+            links: &route.incidence(),
+            bytes,
+            cap: None,
+            latency: route.latency(),
+        });
+    }
+    while let Some(t) = engine.next_event() {
+        engine.advance(t, &mut done);
+    }
+    (engine, done)
+}
+
+#[test]
+fn flows_on_one_path_share_it_as_one_cohort() {
+    // 1,000 flows of 1 MiB from one GPU to another, 1 ns apart: one path, one cohort. Processor
+    // sharing on the NIC: the link never idles, so the last byte leaves after all the bytes at
+    // the NIC's rate, and equal flows finish in the order they started.
+    let topo = build("meta-ai-zone", &[("racks", "2")]);
+    let n = 1000;
+    let (engine, done) = dense(&topo, &[("host0/gpu0", "host2/gpu0")], n, 1 << 20);
+    assert_eq!(engine.flow_count(), n);
+    assert_eq!(engine.cohort_count(), 1);
+    assert_eq!(done.len(), n);
+    let order: Vec<u32> = done.iter().map(|c| c.flow.0).collect();
+    assert_eq!(order, (0..n as u32).collect::<Vec<_>>());
+    let last = done.last().unwrap().at.0 as f64;
+    let expected = 2_200.0 + n as f64 * (1u64 << 20) as f64 / NIC * 1e9;
+    assert!((last - expected).abs() < n as f64, "{last} vs {expected}");
+}
+
+#[test]
+fn flows_one_after_another_on_a_path_reuse_its_cohort() {
+    // A ring's steps: each flow starts when the one before it has completed, on the same path.
+    let topo = build("meta-ai-zone", &[("racks", "2")]);
+    let mut engine = FlowEngine::new(&topo);
+    let mut router = Router::new(&topo, Policy::Ecmp, HashConfig::default());
+    let state = fabricsim_routing::LinkState::new(&topo);
+    let key = FlowKey::connection(id(&topo, "host0/gpu0"), id(&topo, "host2/gpu0"), 0, 0);
+    let route = router.route(&state, &key).unwrap();
+    let one = 2_200 + ((1u64 << 20) as f64 / NIC * 1e9).ceil() as u64;
+    let mut done = Vec::new();
+    for step in 0..100u64 {
+        assert_eq!(engine.now(), Nanos(step * one));
+        engine.submit(fabricsim_netsim::FlowSpec {
+            links: &route.incidence(),
+            bytes: 1 << 20,
+            cap: None,
+            latency: route.latency(),
+        });
+        // Its drain, then its completion a path latency later.
+        while done.len() as u64 == step {
+            let t = engine.next_event().unwrap();
+            engine.advance(t, &mut done);
+        }
+    }
+    assert_eq!(done.len(), 100);
+    assert_eq!(engine.cohort_count(), 1);
+    let bytes: f64 = engine.link_stats().bytes.iter().sum();
+    assert_eq!(
+        bytes,
+        100.0 * (1u64 << 20) as f64 * route.incidence().len() as f64
+    );
+}
+
+#[test]
+fn dense_sharing_work_grows_with_flows_not_with_flows_squared() {
+    // Flows among 8 GPUs of 4 racks, over few paths: the variables re-solved per flow stay
+    // bounded by the paths in flight as the flows grow eightfold (they grew with the flows in
+    // flight when each flow was its own variable).
+    let topo = build("meta-ai-zone", &[("racks", "4")]);
+    let pairs: Vec<(String, String)> = (0..8)
+        .flat_map(|s| (0..8).filter(move |&d| d != s).map(move |d| (s, d)))
+        .map(|(s, d)| (format!("host{}/gpu0", s), format!("host{}/gpu0", d)))
+        .collect();
+    let pairs: Vec<(&str, &str)> = pairs
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let per_flow = |n: usize| {
+        let (engine, done) = dense(&topo, &pairs, n, 1 << 20);
+        assert_eq!(done.len(), n);
+        assert!(engine.cohort_count() <= pairs.len() * (n / pairs.len()).max(1));
+        engine.solved_flows() as f64 / n as f64
+    };
+    let (small, large) = (per_flow(1_000), per_flow(8_000));
+    assert!(
+        small <= 2.0 * pairs.len() as f64,
+        "{small} cohorts re-solved per flow"
+    );
+    assert!(
+        large <= 1.5 * small + 1.0,
+        "{small} → {large} per flow at 8× the flows"
+    );
+}
+
 /// Random flows: (src gpu, dst gpu, bytes, start µs); GPU numbers wrap around the fabric.
 fn flows() -> impl Strategy<Value = Vec<(u32, u32, u64, u64)>> {
     prop::collection::vec((0u32..16, 0u32..16, 1u64..(64 << 20), 0u64..200), 1..40)

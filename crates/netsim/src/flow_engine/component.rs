@@ -33,7 +33,7 @@ impl FlowEngine {
             for &a in arrivals {
                 self.touched.extend(
                     self.incidence
-                        .get(self.flows[a as usize].links)
+                        .get(self.cohorts[a as usize].links)
                         .map(|(l, _)| l),
                 );
             }
@@ -41,7 +41,7 @@ impl FlowEngine {
             self.touched.sort_unstable();
         }
         self.incidence
-            .get(self.flows[f as usize].links)
+            .get(self.cohorts[f as usize].links)
             .any(|(l, _)| {
                 let link = &self.link[l as usize];
                 link.saturated(TOLERANCE)
@@ -58,7 +58,7 @@ impl FlowEngine {
     pub(super) fn solve_dirty(&mut self) {
         if !self.structural && !self.dirty_flows.is_empty() {
             let mut pending = std::mem::take(&mut self.dirty_flows);
-            pending.retain(|&f| self.flows[f as usize].active && !self.try_fast_path(f));
+            pending.retain(|&f| self.cohorts[f as usize].active && !self.try_fast_path(f));
             self.dirty_flows = pending;
         }
         if self.dirty_flows.is_empty() && self.dirty_links.is_empty() {
@@ -78,7 +78,7 @@ impl FlowEngine {
         let mut dirty_flows = std::mem::take(&mut self.dirty_flows);
         let mut dirty_links = std::mem::take(&mut self.dirty_links);
         for &f in &dirty_flows {
-            if self.flows[f as usize].active && self.hot[f as usize].mark != epoch {
+            if self.cohorts[f as usize].active && self.hot[f as usize].mark != epoch {
                 self.join(f);
             }
         }
@@ -132,7 +132,7 @@ impl FlowEngine {
                 while fi < self.comp_flows.len() {
                     let f = self.comp_flows[fi] as usize;
                     fi += 1;
-                    for (l, _) in self.incidence.get(self.flows[f].links) {
+                    for (l, _) in self.incidence.get(self.cohorts[f].links) {
                         if self.link[l as usize].mark != epoch {
                             self.link[l as usize].mark = epoch;
                             self.comp_links.push(l);
@@ -198,7 +198,7 @@ impl FlowEngine {
     /// Whether `f`, at `rate`, is at its cap or crosses a saturated link on which no flow is
     /// faster.
     fn bottlenecked(&mut self, f: u32, rate: f64) -> bool {
-        let (span, cap) = (self.flows[f as usize].links, self.flows[f as usize].cap);
+        let (span, cap) = (self.cohorts[f as usize].links, self.cohorts[f as usize].cap);
         if rate >= cap * (1.0 - TOLERANCE) {
             return true;
         }
@@ -214,7 +214,7 @@ impl FlowEngine {
     /// The flows faster than `rate` on the saturated links of `f`, to `out`: those that broke
     /// its bottleneck, where it has none.
     fn faster_than(&self, f: u32, rate: f64, out: &mut Vec<u32>) {
-        for (l, _) in self.incidence.get(self.flows[f as usize].links) {
+        for (l, _) in self.incidence.get(self.cohorts[f as usize].links) {
             if !self.saturated_now(l) {
                 continue;
             }
@@ -315,9 +315,9 @@ impl FlowEngine {
         d.links.clear();
         d.caps.clear();
         for (i, &f) in self.comp_flows.iter().enumerate() {
-            let (flow, rate) = (&self.flows[f as usize], self.hot[f as usize].rate);
+            let (flow, rate) = (&self.cohorts[f as usize], self.hot[f as usize].rate);
             self.hot[f as usize].slot = i as u32;
-            for (l, w) in self.incidence.get(flow.links) {
+            for (l, w) in super::weighted(&self.incidence, flow) {
                 let k = self.link[l as usize].slot;
                 if rate.is_finite() {
                     d.fixed[k as usize] -= w * rate;

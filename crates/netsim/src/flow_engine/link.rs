@@ -115,7 +115,9 @@ impl FlowList {
         }
     }
 
-    pub fn push(&mut self, f: u32, spill: &mut Spill) {
+    /// Appends `f`; returns its position.
+    pub fn push(&mut self, f: u32, spill: &mut Spill) -> u32 {
+        let at = self.len;
         if self.len() < INLINE {
             self.items[self.len()] = f;
         } else if self.len() == INLINE {
@@ -131,32 +133,31 @@ impl FlowList {
             spill.lists[self.items[0] as usize].push(f);
         }
         self.len += 1;
+        at
     }
 
-    /// Takes `f` off the list (the last flow takes its place); whether it was on it.
-    pub fn remove(&mut self, f: u32, spill: &mut Spill) -> bool {
-        if !self.spilled() {
-            let items = &mut self.items[..self.len as usize];
-            let Some(pos) = items.iter().position(|&x| x == f) else {
-                return false;
-            };
-            items[pos] = items[items.len() - 1];
+    /// Takes the flow at position `pos` off the list; the last flow takes its place, and is
+    /// returned unless it was the one removed. Positions are the same inline and spilled.
+    pub fn remove_at(&mut self, pos: u32, spill: &mut Spill) -> Option<u32> {
+        let (pos, last) = (pos as usize, self.len() - 1);
+        let moved = if !self.spilled() {
+            self.items[pos] = self.items[last];
             self.len -= 1;
-            return true;
-        }
-        let at = self.items[0];
-        let list = &mut spill.lists[at as usize];
-        let Some(pos) = list.iter().position(|&x| x == f) else {
-            return false;
+            self.items[pos]
+        } else {
+            let at = self.items[0];
+            let list = &mut spill.lists[at as usize];
+            list.swap_remove(pos);
+            self.len -= 1;
+            let moved = list.get(pos).copied().unwrap_or(u32::MAX);
+            if !self.spilled() {
+                self.items.copy_from_slice(list);
+                list.clear();
+                spill.free.push(at);
+            }
+            moved
         };
-        list.swap_remove(pos);
-        self.len -= 1;
-        if !self.spilled() {
-            self.items.copy_from_slice(list);
-            list.clear();
-            spill.free.push(at);
-        }
-        true
+        (pos != last).then_some(moved)
     }
 }
 
@@ -176,15 +177,15 @@ mod tests {
             let i = (seed >> 40) as usize % 2;
             let (list, model) = (&mut lists[i], &mut models[i]);
             if model.is_empty() || (model.len() < 7 && (seed >> 20) % 2 == 0) {
-                list.push(step, &mut spill);
+                assert_eq!(list.push(step, &mut spill) as usize, model.len());
                 model.push(step);
             } else {
-                let f = model[(seed >> 8) as usize % model.len()];
-                assert!(list.remove(f, &mut spill));
-                let pos = model.iter().position(|&x| x == f).unwrap();
+                let pos = (seed >> 8) as usize % model.len();
+                let last = model.len() - 1;
+                let moved = list.remove_at(pos as u32, &mut spill);
                 model.swap_remove(pos);
+                assert_eq!(moved, (pos != last).then(|| model[pos]));
             }
-            assert!(!list.remove(u32::MAX, &mut spill));
             assert_eq!(list.as_slice(&spill), &model[..]);
             assert_eq!(list.len(), model.len());
         }
