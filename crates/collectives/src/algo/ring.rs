@@ -9,6 +9,8 @@
 //! the channel's bytes; all-gather and reduce-scatter are n−1 steps. Broadcast and reduce use the
 //! ring as a chain from (to) the root, pipelined in chunks.
 
+use std::collections::HashMap;
+
 use super::Request;
 use crate::layout::Ranks;
 use crate::op::Collective;
@@ -26,14 +28,17 @@ pub(super) struct Ring {
 impl Ring {
     /// The rail-aligned ring of `members` in `channel` (see the module docs).
     pub fn new(ranks: &Ranks, members: &[u32], channel: u32) -> Ring {
-        // Members grouped by host, hosts in order of first appearance.
+        // Members grouped by host, hosts in order of first appearance (found by a map: a scan
+        // of the hosts so far made a ring over thousands of hosts quadratic to build).
         let mut hosts: Vec<(u32, Vec<u32>)> = Vec::new();
+        let mut index: HashMap<u32, usize> = HashMap::new();
         for &r in members {
             let h = ranks.host(r);
-            match hosts.iter_mut().find(|(x, _)| *x == h) {
-                Some((_, v)) => v.push(r),
-                None => hosts.push((h, vec![r])),
-            }
+            let i = *index.entry(h).or_insert_with(|| {
+                hosts.push((h, Vec::new()));
+                hosts.len() - 1
+            });
+            hosts[i].1.push(r);
         }
         let mut order = Vec::with_capacity(members.len());
         let mut paths = Vec::with_capacity(members.len());
