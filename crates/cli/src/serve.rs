@@ -6,6 +6,7 @@ use anyhow::anyhow;
 use clap::Args;
 use fabricsim_controller::{serve as run_server, Config, ServeError};
 use fabricsim_te::Solver;
+use fabricsim_topology::Nanos;
 
 use crate::bench::bad;
 use crate::failure::{input, other, CmdResult};
@@ -34,10 +35,31 @@ pub struct ServeArgs {
     /// Largest request body accepted, in bytes.
     #[arg(long, default_value_t = 8 << 20)]
     max_body: usize,
-    /// Threads answering requests (enough that writers waiting on the database never starve
-    /// readers).
+    /// Requests handled at once, once their bodies have arrived, and the server's worker
+    /// threads (enough that writers waiting on the database never starve readers).
     #[arg(long, default_value_t = 16)]
     threads: usize,
+    /// Connections open at once; more wait to be accepted.
+    #[arg(long, default_value_t = 4096)]
+    max_connections: usize,
+    /// Time for a request's headers to arrive before the connection is closed (`10s`, `500ms`).
+    #[arg(long, default_value = "10s", value_name = "TIME")]
+    header_timeout: String,
+    /// Time to answer a request, its body included, before it gets 408.
+    #[arg(long, default_value = "30s", value_name = "TIME")]
+    request_timeout: String,
+}
+
+/// A positive time of at most a day, for a timeout flag.
+fn timeout(flag: &str, text: &str) -> Result<std::time::Duration, crate::failure::Failure> {
+    match text.parse::<Nanos>() {
+        Ok(t) if t.0 > 0 && t.0 <= 86_400_000_000_000 => Ok(std::time::Duration::from_nanos(t.0)),
+        _ => Err(bad(
+            flag,
+            text,
+            "a time above 0 and at most 24h, such as 10s or 500ms",
+        )),
+    }
 }
 
 pub fn run(args: ServeArgs) -> CmdResult {
@@ -70,6 +92,24 @@ pub fn run(args: ServeArgs) -> CmdResult {
     if args.threads == 0 || args.threads > 256 {
         return Err(bad("threads", &args.threads.to_string(), "1 to 256"));
     }
+    if args.max_connections == 0 || args.max_connections > 1 << 20 {
+        return Err(bad(
+            "max-connections",
+            &args.max_connections.to_string(),
+            "1 to 1048576",
+        ));
+    }
+    let header_timeout = timeout("header-timeout", &args.header_timeout)?;
+    let request_timeout = timeout("request-timeout", &args.request_timeout)?;
+    // Request logs to stderr: RUST_LOG filters them (`info` by default; `warn` for quiet).
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_target(false)
+        .try_init();
     run_server(Config {
         listen: args.listen,
         db: args.db,
@@ -77,6 +117,9 @@ pub fn run(args: ServeArgs) -> CmdResult {
         solver,
         max_body: args.max_body,
         threads: args.threads,
+        max_connections: args.max_connections,
+        header_timeout,
+        request_timeout,
     })
     .map_err(|e| match e {
         ServeError::Listen { .. } => other(e),
