@@ -278,6 +278,79 @@ fn kill_9_loses_nothing_acknowledged() {
     assert_eq!(s.get("/routes/zone0/rack3/rtsw"), tables);
 }
 
+/// A PUT that may meet a killed server: its status, or `None` if no answer came.
+fn try_put(addr: &str, path: &str, body: &str) -> Option<u16> {
+    let mut s = TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(30))).ok()?;
+    let req = format!(
+        "PUT {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nAuthorization: Bearer {TOKEN}\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    s.write_all(req.as_bytes()).ok()?;
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).ok()?;
+    reply.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[test]
+fn twenty_kills_during_writes_lose_nothing_acknowledged() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("c.db");
+    Server::start(&db, &[]).send("POST", "/topology", zone());
+    let acknowledged: Arc<Mutex<Vec<(String, f64)>>> = Arc::default();
+    let mut next = 0u32;
+    for kill in 0..20 {
+        let server = Server::start(&db, &[]);
+        let (count, stop) = (
+            Arc::new(AtomicUsize::new(0)),
+            Arc::new(AtomicBool::new(false)),
+        );
+        let writer = {
+            let (addr, acked) = (server.addr.clone(), Arc::clone(&acknowledged));
+            let (count, stop) = (Arc::clone(&count), Arc::clone(&stop));
+            let first = next;
+            std::thread::spawn(move || {
+                for i in first.. {
+                    if stop.load(Ordering::SeqCst) {
+                        return i;
+                    }
+                    let (id, gbps) = (format!("w{i}"), f64::from(1 + i % 400));
+                    let body = ring_demands(gbps).to_string();
+                    match try_put(&addr, &format!("/demands/{id}"), &body) {
+                        Some(200) => {
+                            acked.lock().unwrap().push((id, gbps));
+                            count.fetch_add(1, Ordering::SeqCst);
+                        }
+                        Some(status) => panic!("PUT /demands/{id}: {status}"),
+                        None => return i + 1, // killed mid-request: not acknowledged
+                    }
+                }
+                unreachable!()
+            })
+        };
+        // Kill it after a few acknowledged writes, while the writer keeps writing.
+        while count.load(Ordering::SeqCst) < 3 + kill % 5 {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        server.kill();
+        stop.store(true, Ordering::SeqCst);
+        next = writer.join().unwrap();
+    }
+    let server = Server::start(&db, &[]);
+    let acked = acknowledged.lock().unwrap();
+    assert!(acked.len() >= 20 * 3, "{} writes acknowledged", acked.len());
+    for (id, gbps) in acked.iter() {
+        let set = server.get(&format!("/demands/{id}"));
+        assert_eq!(
+            set["spec"]["demands"][0]["gbps"],
+            json!(gbps),
+            "{id}: {set}"
+        );
+    }
+}
+
 #[test]
 fn bad_requests_change_nothing() {
     let dir = tempfile::tempdir().unwrap();

@@ -94,12 +94,22 @@ pub fn read_file(path: &Path) -> Result<RankTrace, ChakraError> {
 }
 
 fn read_file_with(path: &Path, max_nodes: usize) -> Result<RankTrace, ChakraError> {
+    let raw = std::fs::read(path).map_err(io(path))?;
+    decode_with(raw, path, max_nodes)
+}
+
+/// Decodes the bytes of one `.et` file, plain or gzipped, as [`read_file`] does (`path` names
+/// the file in errors).
+pub fn decode(raw: Vec<u8>, path: &Path) -> Result<RankTrace, ChakraError> {
+    decode_with(raw, path, MAX_NODES)
+}
+
+fn decode_with(raw: Vec<u8>, path: &Path, max_nodes: usize) -> Result<RankTrace, ChakraError> {
     let too_big = || ChakraError::Decode {
         path: path.to_path_buf(),
         offset: MAX_FILE_BYTES as usize,
         what: format!("the trace is larger than {MAX_FILE_BYTES} bytes decompressed"),
     };
-    let raw = std::fs::read(path).map_err(io(path))?;
     if raw.len() as u64 > MAX_FILE_BYTES {
         return Err(too_big());
     }

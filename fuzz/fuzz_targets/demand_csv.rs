@@ -1,0 +1,14 @@
+//! A traffic matrix CSV (`fabricsim te solve --demand`), against a small fabric.
+#![no_main]
+use std::sync::OnceLock;
+
+use fabricsim_topology::{presets, Topology};
+
+fn fabric() -> &'static Topology {
+    static TOPO: OnceLock<Topology> = OnceLock::new();
+    TOPO.get_or_init(|| presets::build("leaf-spine", &[("k".into(), "4".into())]).unwrap())
+}
+
+libfuzzer_sys::fuzz_target!(|text: &str| {
+    let _ = fabricsim_te::TrafficMatrix::read_csv(text, fabric());
+});
