@@ -241,7 +241,7 @@ fn setup(args: &BenchArgs) -> Result<Setup, Failure> {
             gpu,
         },
         routing: policies[0],
-        hash: args.routing.hash(),
+        hash: args.routing.hash()?,
         down,
     };
     Ok(Setup {

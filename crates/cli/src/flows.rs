@@ -82,7 +82,7 @@ pub fn run(args: FlowsArgs) -> CmdResult {
         (Some(n), QpModeArg::Split) => QpUse::Split(n),
         (Some(n), QpModeArg::RoundRobin) => QpUse::RoundRobin(n),
     };
-    let outcome = simulate_flows(&topo, policy, args.routing.hash(), engine, qps, &flows)
+    let outcome = simulate_flows(&topo, policy, args.routing.hash()?, engine, qps, &flows)
         .map_err(|e| input(anyhow::anyhow!("{path}: {e}")))?;
 
     if let Some(out) = &args.output {

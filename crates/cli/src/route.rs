@@ -61,9 +61,13 @@ pub struct RoutingArgs {
     /// Seed of the switches' hash functions and of random patterns.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
-    /// Give every switch the same hash seed (reproduces hash polarization).
+    /// One hash seed for every switch instead of one per switch.
     #[arg(long)]
     pub polarized: bool,
+    /// The switches' hash function: ideal, crc16, crc32 or xor16, optionally per tier
+    /// (`crc16,tier2=crc32`; tier 1 is the ToR). See docs/routing.md.
+    #[arg(long, default_value = "ideal", value_name = "FUNC[,tierN=FUNC]")]
+    pub hash: String,
 }
 
 impl RoutingArgs {
@@ -93,11 +97,13 @@ impl RoutingArgs {
         })
     }
 
-    pub fn hash(&self) -> HashConfig {
-        HashConfig {
+    pub fn hash(&self) -> Result<HashConfig, Failure> {
+        Ok(HashConfig {
             seed: self.seed,
             polarized: self.polarized,
-        }
+            functions: HashConfig::parse_functions(&self.hash)
+                .map_err(|e| input(anyhow::anyhow!("--hash {e}")))?,
+        })
     }
 }
 
@@ -141,7 +147,7 @@ pub fn run(cmd: RouteCommand) -> CmdResult {
                 )));
             }
             let policy = routing.policy()?;
-            let mut router = Router::new(&topo, policy, routing.hash());
+            let mut router = Router::new(&topo, policy, routing.hash()?);
             let state = LinkState::new(&topo);
             let (paths, total) = router
                 .equal_cost_paths(&state, src, dst, limit)
@@ -211,7 +217,7 @@ pub fn run(cmd: RouteCommand) -> CmdResult {
                 )));
             }
             let pairs = pairs(pattern, &all[..n], routing.seed);
-            let mut router = Router::new(&topo, policy, routing.hash());
+            let mut router = Router::new(&topo, policy, routing.hash()?);
             let state = LinkState::new(&topo);
             let loads =
                 link_loads(&mut router, &state, &pairs, qps, routing.seed).map_err(input)?;

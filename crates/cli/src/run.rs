@@ -13,7 +13,6 @@ use fabricsim_cluster::scenario::{JobEntry, Scenario, WorkloadSource, DEFAULT};
 use fabricsim_cluster::simulate::{build_workload, simulate, ScenarioRun, SimError};
 use fabricsim_cluster::trace::trace_json;
 use fabricsim_cluster::CommConfig;
-use fabricsim_routing::HashConfig;
 use fabricsim_te::Routing;
 use fabricsim_topology::Topology;
 use fabricsim_workload::chakra;
@@ -175,10 +174,7 @@ pub fn replay(args: ReplayArgs) -> CmdResult {
     let scenario = Scenario {
         fabric: args.fabric.source()?,
         routing: Routing::Hashed(args.routing.policy()?),
-        hash: HashConfig {
-            seed: args.routing.seed,
-            polarized: args.routing.polarized,
-        },
+        hash: args.routing.hash()?,
         te_period: TeConfig::DEFAULT_PERIOD,
         te_detection: TeConfig::DEFAULT_DETECTION,
         events: Vec::new(),

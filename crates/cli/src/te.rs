@@ -117,7 +117,7 @@ fn solve(args: SolveArgs) -> CmdResult {
     }
     let (tm, source) = demand(&args, &topo)?;
     let inst = Instance::new(&topo, &state, &tm).map_err(|e| input(anyhow!("{e}")))?;
-    let hash = args.routing.hash();
+    let hash = args.routing.hash()?;
     let mut placed = Vec::new();
     for (policy, qps) in [(Policy::Ecmp, 1), (Policy::EEcmp, args.qps)] {
         let load = hashed_loads(&inst, &state, policy, hash, qps).map_err(input)?;
@@ -241,7 +241,7 @@ fn demand(args: &SolveArgs, topo: &Topology) -> Result<(TrafficMatrix, String), 
     bench.algorithm = algorithm;
     bench.channels = args.channels;
     bench.transport.seed = args.routing.seed;
-    bench.hash = args.routing.hash();
+    bench.hash = args.routing.hash()?;
     let rows = traffic(topo, &ranks, &bench, size).map_err(|e| input(anyhow!("{e}")))?;
     Ok((
         TrafficMatrix::from_bytes(topo, rows),

@@ -55,6 +55,8 @@ fn bad_scenarios_name_the_file_and_key() {
         ("[[job]]\nname = \"a\"\n[job.llm]\nmodel = \"llama3-405b\"\ntp = 8\ndp = 2\nseq = 8192\nglobal_batch = 2\n", "GB per GPU"),
         ("[[job]]\nname = \"a\"\n[job.llm]\nmodel = \"llama3-8b\"\nseq = 8192\nglobal_batch = 1\n[job.efficiency]\ngemm = 1.5\n", "efficiency.gemm = 1.5: expected a fraction of peak in (0, 1]"),
         ("[[job]]\nname = \"a\"\n[job.llm]\nmodel = \"llama3-8b\"\nseq = 8192\nglobal_batch = 1\n[job.efficiency]\nlaunch = 3\n", "unknown field `launch`"),
+        ("[routing]\nhash = \"crc16,tier4=crc32\"\n[[job]]\nname = \"a\"\n[job.llm]\nmodel = \"llama3-8b\"\nseq = 8192\nglobal_batch = 1\n", "[routing] hash = `crc16,tier4=crc32`: expected a hash function"),
+        ("[[job]]\nname = \"a\"\n[job.llm]\nmodel = \"llama3-8b\"\nseq = 8192\nglobal_batch = 1\norder = \"tp-dp\"\n", "order = \"tp-dp\": expected tp, cp, pp and dp each once"),
     ] {
         let path = dir.path().join("s.toml");
         std::fs::write(&path, text).unwrap();

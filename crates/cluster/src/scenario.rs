@@ -52,6 +52,8 @@ struct RoutingToml {
     seed: u64,
     #[serde(default)]
     polarized: bool,
+    /// The switches' hash function(s), as `--hash` takes them.
+    hash: Option<String>,
     te_period: Option<String>,
     te_detection: Option<String>,
 }
@@ -401,6 +403,11 @@ impl Scenario {
             hash: HashConfig {
                 seed: raw.routing.seed,
                 polarized: raw.routing.polarized,
+                functions: match &raw.routing.hash {
+                    Some(h) => HashConfig::parse_functions(h)
+                        .map_err(|what| err(format!("[routing] hash = {what}")))?,
+                    None => [None; 3],
+                },
             },
             te_period,
             te_detection,

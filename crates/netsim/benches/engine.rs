@@ -18,6 +18,7 @@ fn permutation(topo: &Topology, policy: Policy) -> usize {
             HashConfig {
                 seed: 1,
                 polarized: false,
+                functions: [None; 3],
             },
         ),
         FlowEngine::new(topo),

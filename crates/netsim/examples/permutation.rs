@@ -23,6 +23,7 @@ fn main() {
             HashConfig {
                 seed: 1,
                 polarized: false,
+                functions: [None; 3],
             },
         ),
         FlowEngine::new(&topo),

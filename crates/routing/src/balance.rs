@@ -125,7 +125,7 @@ pub fn links_in_scope(
     state: &LinkState,
     pairs: &[(NodeId, NodeId)],
 ) -> Result<Vec<bool>, RouteError> {
-    let mut spray = Router::new(topo, Policy::Spray, crate::router::HashConfig::default());
+    let mut spray = Router::new(topo, Policy::Spray, crate::hash::HashConfig::default());
     let mut scope = vec![false; topo.link_count()];
     for &(src, dst) in pairs {
         for (l, _) in spray

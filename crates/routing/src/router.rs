@@ -15,9 +15,10 @@
 //! - `spray`: no choice — the flow is spread evenly over all equal-cost paths, each link
 //!   weighted by the share of paths that cross it.
 
-use fabricsim_topology::{LinkId, Nanos, NodeId, Topology};
+use fabricsim_topology::{LinkId, Nanos, NodeId, NodeKind, Topology};
 
-use crate::key::{mix, FlowKey};
+use crate::hash::HashConfig;
+use crate::key::FlowKey;
 use crate::link_state::LinkState;
 use crate::paths::PathFinder;
 
@@ -51,14 +52,6 @@ impl Policy {
             Policy::Spray => "spray",
         }
     }
-}
-
-/// Hash seeds. By default every node gets its own seed derived from `seed` and its id; with
-/// `polarized` all nodes use `seed` itself, so consecutive tiers make correlated choices.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct HashConfig {
-    pub seed: u64,
-    pub polarized: bool,
 }
 
 /// Where a flow's bytes go.
@@ -146,16 +139,6 @@ pub struct HashedPolicy {
     pub hash: HashConfig,
 }
 
-impl HashedPolicy {
-    fn node_seed(&self, node: NodeId) -> u64 {
-        if self.hash.polarized {
-            self.hash.seed
-        } else {
-            mix(self.hash.seed ^ (u64::from(node.0) << 20))
-        }
-    }
-}
-
 impl RoutingPolicy for HashedPolicy {
     fn name(&self) -> &str {
         self.policy.name()
@@ -210,7 +193,7 @@ impl HashedPolicy {
     /// How each node of `key`'s walk picks among its next hops (see [`crate::paths::PlannedChooser`]).
     fn chooser<'a>(
         &'a self,
-        paths: &PathFinder<'_>,
+        paths: &PathFinder<'a>,
         key: &'a FlowKey,
     ) -> impl FnMut(NodeId, &[LinkId], &[LinkId]) -> u64 + 'a {
         // Destination-mod-k: where the pinned policies start (read only by them).
@@ -218,9 +201,19 @@ impl HashedPolicy {
             Policy::Pin | Policy::Spray => u64::from(paths.gpu_ordinal(key.dst)),
             Policy::Ecmp | Policy::EEcmp => 0,
         };
+        let topo = paths.topology();
+        let hash = move |node: NodeId, qp: bool| {
+            let tier = match topo.kind(node) {
+                NodeKind::Switch(role) => role.tier,
+                _ => 1,
+            };
+            self.hash
+                .function(tier)
+                .hash(key, qp, self.hash.node_seed(node))
+        };
         move |node: NodeId, hops: &[LinkId], planned: &[LinkId]| match self.policy {
-            Policy::Ecmp => key.hash5(self.node_seed(node)),
-            Policy::EEcmp => key.hash_with_qp(self.node_seed(node)),
+            Policy::Ecmp => hash(node, false),
+            Policy::EEcmp => hash(node, true),
             // Pinned over the planned next hops; when the pinned link is down, the switch
             // falls back to ECMP among the links left (the BGP underlay).
             Policy::Pin | Policy::Spray => {
@@ -230,7 +223,7 @@ impl HashedPolicy {
                 let pinned = planned[(ordinal % planned.len() as u64) as usize];
                 match hops.iter().position(|&h| h == pinned) {
                     Some(i) => i as u64,
-                    None => key.hash5(self.node_seed(node)),
+                    None => hash(node, false),
                 }
             }
         }

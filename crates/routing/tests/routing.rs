@@ -76,6 +76,7 @@ fn ecmp_picks_one_of_the_equal_cost_paths_deterministically() {
         HashConfig {
             seed: 7,
             polarized: false,
+            functions: [None; 3],
         },
     );
     let (paths, total) = router.equal_cost_paths(&state, src, dst, 64).unwrap();
@@ -133,6 +134,7 @@ fn rack_uplink_loads(topo: &Topology, state: &LinkState, policy: Policy, qps: u3
         HashConfig {
             seed: 1,
             polarized: false,
+            functions: [None; 3],
         },
     );
     let rtsw = id(topo, "zone0/rack0/rtsw");
@@ -190,7 +192,15 @@ fn identical_seeds_polarize() {
     let topo = build("fat-tree", &[("k", "4")]);
     let state = LinkState::new(&topo);
     let cores_used = |polarized: bool| {
-        let mut router = Router::new(&topo, Policy::Ecmp, HashConfig { seed: 3, polarized });
+        let mut router = Router::new(
+            &topo,
+            Policy::Ecmp,
+            HashConfig {
+                seed: 3,
+                polarized,
+                functions: [None; 3],
+            },
+        );
         let mut used = std::collections::BTreeSet::new();
         for f in 0..256u32 {
             let key = FlowKey::connection(
@@ -210,6 +220,55 @@ fn identical_seeds_polarize() {
     };
     assert_eq!(cores_used(false), 4);
     assert_eq!(cores_used(true), 2);
+}
+
+#[test]
+fn a_linear_hash_polarizes_through_per_switch_seeds() {
+    // k=8 fat-tree, flows from pod 0 to pod 1: an edge picks one of 4 aggs, the agg one of 4
+    // cores, each by its hash modulo 4. Per agg, how many of its 4 core links carry the flows
+    // of one source edge:
+    // - a CRC seeded per switch differs from the edge's by a constant XOR (its seed), so the
+    //   agg's choice is fixed by the edge's: one link per (edge, agg);
+    // - the ideal hash seeded per switch is independent: all 4 links;
+    // - a different CRC on tier 2 breaks the correlation: all 4 links.
+    let topo = build("fat-tree", &[("k", "8")]);
+    let state = LinkState::new(&topo);
+    let spread = |hash: &str| {
+        let config = HashConfig {
+            seed: 3,
+            polarized: false,
+            functions: HashConfig::parse_functions(hash).unwrap(),
+        };
+        let mut router = Router::new(&topo, Policy::Ecmp, config);
+        let mut used: std::collections::BTreeMap<NodeId, std::collections::BTreeSet<LinkId>> =
+            Default::default();
+        for f in 0..512u32 {
+            // Source host 0 (edge 0 of pod 0) to the 16 hosts of pod 1, many connections.
+            let key = FlowKey::connection(
+                id(&topo, "host0/gpu0"),
+                id(&topo, &format!("host{}/gpu0", 16 + f % 16)),
+                0,
+                u64::from(f),
+            );
+            for l in path(&router.route(&state, &key).unwrap()) {
+                let (a, b) = (topo.link(l).src, topo.link(l).dst);
+                if topo.node_name(b).starts_with("core") {
+                    used.entry(a).or_default().insert(l);
+                }
+            }
+        }
+        assert_eq!(
+            used.len(),
+            4,
+            "{hash}: every agg of pod 0 carries some flows"
+        );
+        used.values().map(|s| s.len()).max().unwrap()
+    };
+    assert_eq!(spread("crc16"), 1);
+    assert_eq!(spread("crc32"), 1);
+    assert_eq!(spread("xor16"), 1);
+    assert_eq!(spread("ideal"), 4);
+    assert_eq!(spread("crc16,tier2=crc32"), 4);
 }
 
 #[test]
