@@ -1,7 +1,7 @@
 //! What happens to the fabric while jobs run: link events from the scenario (a cable or a
 //! switch going down, coming back, derated) and the centralized TE controller.
 //!
-//! The controller (REFERENCE.md §1, Meta's TE) holds the jobs' traffic matrix, solves it on the
+//! The controller (Meta's TE, Gangidi et al. 2024) holds the jobs' traffic matrix, solves it on the
 //! link state it knows, and programs the result as the routing policy: a path per (source GPU,
 //! destination GPU) over the ECMP underlay ([`TePolicy`]). It recomputes every `period` of
 //! simulated time and `detection` after each link event (the time to notice the event and
@@ -25,7 +25,7 @@ pub struct TeConfig {
 }
 
 impl TeConfig {
-    /// Meta's controller runs about every 30 s (REFERENCE.md §1).
+    /// Meta's controller runs about every 30 s (Gangidi et al. 2024).
     pub const DEFAULT_PERIOD: Nanos = Nanos(30_000_000_000);
     /// An assumption: noticing a failure, solving and programming take about a second.
     pub const DEFAULT_DETECTION: Nanos = Nanos(1_000_000_000);

@@ -7,7 +7,7 @@
 //! collective took. [`tuner`] picks an algorithm and protocol as NCCL's cost model would,
 //! [`placement`] puts ranks on GPUs, and [`bench`] runs nccl-tests-style size sweeps.
 //!
-//! Fidelity (DESIGN.md "Collectives and fidelity"): `step` makes every algorithm step's chunk a
+//! Fidelity (docs/collectives.md): `step` makes every algorithm step's chunk a
 //! flow; `pipelined` runs each ring channel (tree channel, pair) as one coupled variable with
 //! per-step latency added analytically. They agree where nothing is congested.
 

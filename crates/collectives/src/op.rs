@@ -66,7 +66,8 @@ impl Collective {
             .find(|c| c.name().replace('-', "") == norm)
     }
 
-    /// nccl-tests' bus bandwidth factor for `n` ranks (REFERENCE.md §4): busbw = algbw × it.
+    /// nccl-tests' bus bandwidth factor for `n` ranks (its `doc/PERFORMANCE.md`): busbw = algbw
+    /// × it.
     pub fn busbw_factor(self, n: usize) -> f64 {
         let n = n as f64;
         match self {

@@ -1,5 +1,5 @@
 //! Collectives against closed forms, conservation of bytes, step vs pipelined agreement, and
-//! the routing story of REFERENCE.md §1.
+//! the routing story of Meta's RoCE fabric (Gangidi et al. 2024).
 
 use fabricsim_collectives::bench::{run_size, Bench, Row};
 use fabricsim_collectives::hardware::roce_efficiency;
@@ -272,7 +272,7 @@ fn step_and_pipelined_agree_where_nothing_is_congested() {
 
 #[test]
 fn the_routing_story_shows_in_the_numbers() {
-    // REFERENCE.md §1 on a 1:1 AI Zone: ECMP with one QP loses bus bandwidth to collisions,
+    // Gangidi et al. (2024) on a 1:1 AI Zone: ECMP with one QP loses bus bandwidth to collisions,
     // E-ECMP with 16 QPs recovers it, spraying is the no-collision bound, pinning suffers when
     // uplinks go down.
     let topo = zone();

@@ -1,7 +1,7 @@
 //! # fabricsim-controller: centralized TE as a running controller
 //!
-//! Meta's TE controller (REFERENCE.md §1) watches the fabric and the jobs, recomputes paths from
-//! a global view, and programs each switch's next hops keyed by ⟨source port, destination
+//! Meta's TE controller (Gangidi et al. 2024) watches the fabric and the jobs, recomputes paths
+//! from a global view, and programs each switch's next hops keyed by ⟨source port, destination
 //! prefix⟩. This layer runs [`fabricsim_te`]'s solvers that way, behind an HTTP JSON API
 //! (`fabricsim serve`):
 //!

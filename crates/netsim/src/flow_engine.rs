@@ -402,7 +402,7 @@ impl FlowEngine {
             .fold(flow.cap, f64::min)
     }
 
-    /// The uncongested fast path (DESIGN.md "Scale"): a new flow that fits at its solo rate
+    /// The uncongested fast path: a new flow that fits at its solo rate
     /// (its cap, or its tightest link alone) on every link it crosses changes no one else's
     /// max-min rate — the links it crosses stay within capacity, so none becomes anybody's new
     /// bottleneck — and needs no solve.

@@ -62,7 +62,7 @@ pub struct Network<'t, E: Engine> {
 /// Routes by flow key, valid for one version of the link state: a routing policy is a function
 /// of the link state and the key, so the same key routes the same way until a link changes.
 ///
-/// A hash map the event loop consults, against DESIGN.md's rule, on purpose: flow keys are
+/// A hash map the event loop consults (looked up, never iterated), on purpose: flow keys are
 /// sparse (any pair of GPUs, ports and QPs), a lookup costs less than the hop-by-hop walk it
 /// saves, and the map is only looked up and cleared, never iterated, so it cannot reach the
 /// order of anything. A dense cache at the source of the repetition (per communicator and per

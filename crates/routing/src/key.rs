@@ -2,7 +2,7 @@
 //!
 //! A RoCEv2 packet's ECMP entropy is its 5-tuple: source and destination address, protocol
 //! (UDP, 17), UDP source port, and destination port (4791 for RoCEv2). Meta's enhanced ECMP also
-//! hashes the RoCE destination QP (REFERENCE.md §1), so a collective library that spreads a
+//! hashes the RoCE destination QP (Gangidi et al. 2024), so a collective library that spreads a
 //! connection over several QPs spreads it over several paths.
 
 use fabricsim_topology::NodeId;

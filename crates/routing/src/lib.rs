@@ -4,7 +4,7 @@
 //! failures and drains change without rebuilding the fabric, finds the **equal-cost shortest
 //! paths** between GPUs over the links that are up, and maps a **flow key** (what a switch
 //! hashes: addresses, UDP source port, destination port, RoCE destination QP) to a path under a
-//! **policy**: ECMP, E-ECMP, path pinning, or spraying (REFERENCE.md §1).
+//! **policy**: ECMP, E-ECMP, path pinning, or spraying (Gangidi et al. 2024).
 //!
 //! What it does not do: decide how fast a flow moves (the network engines) or how a
 //! collective splits into flows (the collectives layer). Centralized TE plugs in as a

@@ -118,7 +118,7 @@ fn mean_imbalance(flows: u32, links: u64, trials: u32) -> f64 {
 
 #[test]
 fn ecmp_imbalance_is_what_probability_says() {
-    // REFERENCE.md §4: 1,000 flows on 16 links give busiest/mean above 1.2; 16 on 16 about 3.1.
+    // Balls into bins: 1,000 flows on 16 links give busiest/mean above 1.2; 16 on 16 about 3.1.
     let many = mean_imbalance(1_000, 16, 400);
     assert!((1.2..1.45).contains(&many), "1000 on 16: {many}");
     let few = mean_imbalance(16, 16, 2_000);

@@ -1,6 +1,6 @@
 //! # fabricsim-te: centralized traffic engineering
 //!
-//! Meta's centralized TE (REFERENCE.md §1) takes the topology, the link state and the jobs'
+//! Meta's centralized TE (Gangidi et al. 2024) takes the topology, the link state and the jobs'
 //! placement, computes paths for the training traffic from a global view (CSPF, about every
 //! 30 s and after failures) and programs them as next hops keyed by ⟨source port,
 //! destination prefix⟩, an overlay above the BGP (ECMP) underlay. This layer is that

@@ -1,7 +1,7 @@
 //! The `te` routing policy: a path table from a solver, over the ECMP underlay.
 //!
 //! Meta's controller programs next hops keyed by ⟨source port, destination prefix⟩ as an
-//! overlay above BGP (REFERENCE.md §1). With one NIC per GPU (Meta's servers) that is one
+//! overlay above BGP (Gangidi et al. 2024). With one NIC per GPU (Meta's servers) that is one
 //! entry per (source GPU, destination GPU), which is how [`PathTable`] is keyed. Every QP of
 //! a connection follows the entry: TE pins pairs, it does not hash. Where the table has no
 //! entry (a pair the traffic matrix did not foresee) or its path crosses a link that is down

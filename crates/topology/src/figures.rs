@@ -197,7 +197,7 @@ impl FabricFigures {
     /// The human-readable report.
     pub fn render_text(&self) -> String {
         let mut out = String::new();
-        let per_host = if self.hosts > 0 && self.gpus % self.hosts == 0 {
+        let per_host = if self.hosts > 0 && self.gpus.is_multiple_of(self.hosts) {
             format!(" ({} per host)", self.gpus / self.hosts)
         } else {
             String::new()
@@ -289,7 +289,7 @@ pub fn group(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);

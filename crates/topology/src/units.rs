@@ -338,7 +338,7 @@ impl fmt::Display for Bytes {
             (1_000_000, "MB"),
             (1_000, "KB"),
         ];
-        match units.iter().find(|(u, _)| v != 0 && v % u == 0) {
+        match units.iter().find(|(u, _)| v != 0 && v.is_multiple_of(*u)) {
             Some((u, suffix)) => write!(f, "{}{suffix}", v / u),
             None => write!(f, "{v}B"),
         }

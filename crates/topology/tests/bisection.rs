@@ -76,7 +76,7 @@ fn brute_force_bisection(topo: &Topology) -> u64 {
     let gpus = topo.gpus();
     let n = gpus.len();
     assert!(
-        n % 2 == 0 && n <= 16,
+        n.is_multiple_of(2) && n <= 16,
         "exhaustive search is for small fabrics"
     );
     let gpu_index = |node| gpus.iter().position(|&g| g == node);

@@ -1,4 +1,4 @@
-//! Every preset against the closed-form counts of its published shape (REFERENCE.md §1–2).
+//! Every preset against the closed-form counts of its published shape (docs/presets.md).
 
 use fabricsim_topology::figures::FabricFigures;
 use fabricsim_topology::presets::{self, PresetError};

@@ -1,4 +1,4 @@
-//! The workload data model: per-rank op DAGs (the Chakra model, DESIGN.md "The data model").
+//! The workload data model: per-rank op DAGs (the Chakra model: docs/workloads.md).
 //!
 //! A [`Workload`] is a list of ranks. Each rank runs a [`Program`] — ops and the dependencies
 //! between them — through a [`Binding`] that says which communicator groups and which peers the

@@ -106,7 +106,7 @@ impl Algorithm {
     }
 }
 
-/// How finely a collective is simulated (DESIGN.md "Collectives and fidelity").
+/// How finely a collective is simulated (docs/collectives.md, "Fidelity").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fidelity {
     /// Every algorithm step's chunk is a flow that waits for the steps before it.
@@ -131,8 +131,8 @@ impl Fidelity {
     }
 }
 
-/// NCCL's default chunk for pipelined trees and chains (one of the 8 steps of the 4 MiB Simple
-/// buffer, REFERENCE.md §4).
+/// NCCL's default chunk for pipelined trees and chains: one of the `NCCL_STEPS` (8) slots of
+/// the 4 MiB Simple buffer (`NCCL_BUFFSIZE`'s default).
 pub const DEFAULT_CHUNK: u64 = 512 * 1024;
 
 /// One collective to plan.

@@ -1,5 +1,6 @@
-//! NVLS: reduction and multicast in the host's NVSwitch (REFERENCE.md §4). A rank pushes its
-//! data into the switch and the switch returns results; no GPU forwards for another.
+//! NVLS: reduction and multicast in the host's NVSwitch (NCCL's NVLS algorithm,
+//! `src/device/all_reduce.h`). A rank pushes its data into the switch and the switch returns
+//! results; no GPU forwards for another.
 //!
 //! Per rank, for a buffer of `S` bytes split into n slices: all-reduce reads every slice through
 //! the switch for its reduction (S up), returns the rank's reduced slice (S/n down), which the

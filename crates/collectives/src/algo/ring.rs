@@ -1,9 +1,9 @@
 //! Rings, multi-channel and rail-aligned: in channel `c` each host's ranks are chained over
 //! NVLink starting at its `c mod k`-th rank (the *entry*), and the ring leaves the host through
 //! the entry's NIC: the last local rank hands its bytes over NVLink to the entry GPU, which sends
-//! them to the next host's entry (REFERENCE.md §4: each channel enters and leaves a host through
-//! the same NIC; the NVLink leg stands for the PXN / PCIe hop to that NIC). Different channels
-//! start at different GPUs, so all NICs carry traffic.
+//! them to the next host's entry (NCCL's rings, `src/graph/search.cc`: each channel enters and
+//! leaves a host through the same NIC; the NVLink leg stands for the PXN / PCIe hop to that
+//! NIC). Different channels start at different GPUs, so all NICs carry traffic.
 //!
 //! All-reduce is reduce-scatter then all-gather: 2(n−1) steps, each moving one of n pieces of
 //! the channel's bytes; all-gather and reduce-scatter are n−1 steps. Broadcast and reduce use the

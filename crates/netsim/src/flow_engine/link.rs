@@ -176,7 +176,7 @@ mod tests {
             seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
             let i = (seed >> 40) as usize % 2;
             let (list, model) = (&mut lists[i], &mut models[i]);
-            if model.is_empty() || (model.len() < 7 && (seed >> 20) % 2 == 0) {
+            if model.is_empty() || (model.len() < 7 && (seed >> 20).is_multiple_of(2)) {
                 assert_eq!(list.push(step, &mut spill) as usize, model.len());
                 model.push(step);
             } else {

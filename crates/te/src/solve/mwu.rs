@@ -111,7 +111,7 @@ pub(super) fn solve(inst: &Instance<'_>, opts: &MwuOptions) -> Solution {
         primal = primal.min(inst.max_utilization(&load) / f64::from(phases));
         // The bound costs a shortest path per demand, as much as routing them: check the
         // stopping rule every few phases.
-        if phases % BOUND_EVERY == 0 {
+        if phases.is_multiple_of(BOUND_EVERY) {
             bound = bound.max(dual_bound(inst, &rate, &len, total, &mut scratch));
             if primal <= (1.0 + eps) * bound {
                 break;

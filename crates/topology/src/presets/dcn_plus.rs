@@ -1,4 +1,4 @@
-//! Alibaba DCN+, the baseline of the HPN paper (Qian et al., SIGCOMM 2024; REFERENCE.md §2):
+//! Alibaba DCN+, the baseline of the HPN paper (Qian et al., SIGCOMM 2024):
 //! a 3-tier full-bisection Clos with dual-ToR.
 //!
 //! A segment is 16 hosts (128 GPUs) under one ToR pair; every NIC's port 0 goes to ToR 0 and

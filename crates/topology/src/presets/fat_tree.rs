@@ -47,7 +47,7 @@ pub const LEAF_SPINE_PARAMS: &[ParamSpec] = &[
 
 fn gpus_per_host(p: &Params, ports: u32) -> Result<u32, PresetError> {
     let g = p.int("gpus_per_host", 1..=16)?;
-    if ports % g != 0 {
+    if !ports.is_multiple_of(g) {
         return Err(p.bad(
             "gpus_per_host",
             format!("expected a divisor of the {ports} host ports of an edge switch"),

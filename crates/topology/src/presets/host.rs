@@ -6,7 +6,7 @@ use crate::model::NodeKind;
 use crate::presets::params::{ParamSpec, Params, PresetError};
 use crate::units::{Bandwidth, Nanos};
 
-/// NVSwitch hop latency (REFERENCE.md §3: NVSwitch hop ≈ 25 ns).
+/// NVSwitch hop latency (≈ 25 ns: an assumed figure for one NVSwitch hop).
 pub const NVLINK_LATENCY: Nanos = Nanos(25);
 /// GPU–NIC latency over PCIe. An assumed order of magnitude (one PCIe switch traversal); it
 /// is small next to the 0.5 µs network hop and no figure depends on it yet.

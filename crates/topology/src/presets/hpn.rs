@@ -1,4 +1,4 @@
-//! Alibaba HPN 7.0 pod (Qian et al., SIGCOMM 2024; REFERENCE.md §2).
+//! Alibaba HPN 7.0 pod (Qian et al., SIGCOMM 2024).
 //!
 //! A host has 8 GPUs and 8 NICs of 2 × 200G, one NIC per GPU (a rail). A **segment** is
 //! rail-optimized: NIC `r` of each of its 128 hosts goes to rail `r`'s ToR pair, port 0 to one

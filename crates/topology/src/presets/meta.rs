@@ -1,4 +1,4 @@
-//! Meta's RoCE training fabric (REFERENCE.md §1; Gangidi et al., SIGCOMM 2024; Llama 3 §3.3).
+//! Meta's RoCE training fabric (Gangidi et al., SIGCOMM 2024; Llama 3 §3.3).
 //!
 //! An **AI Zone** is a two-stage Clos: each rack's RTSW takes the NICs of its servers
 //! (2 Grand Teton hosts × 8 GPUs, one 400G NIC per GPU) and sends its uplinks to the CTSWs;

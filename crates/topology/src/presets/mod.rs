@@ -1,6 +1,7 @@
 //! Built-in fabrics, each parameterised with documented defaults that reproduce a published
-//! shape (REFERENCE.md §1–2). A preset is a function from [`Params`] to a
-//! [`TopologyBuilder`]; the builder's validation applies to presets as to files.
+//! shape (the sources are in each preset's module docs and docs/presets.md). A preset is a
+//! function from [`Params`] to a [`TopologyBuilder`]; the builder's validation applies to presets
+//! as to files.
 
 mod dcn_plus;
 mod fat_tree;

@@ -1,4 +1,5 @@
-//! NVIDIA DGX H100 SuperPOD compute fabric (REFERENCE.md §2), rail-optimized.
+//! NVIDIA DGX H100 SuperPOD compute fabric (NVIDIA's DGX SuperPOD reference architecture),
+//! rail-optimized.
 //!
 //! A scalable unit (SU) is 32 nodes of 8 GPUs with one leaf per rail: NIC `r` of every node of
 //! the SU goes to the SU's rail-`r` leaf. Leaves are non-blocking (as many uplinks as nodes)

@@ -1,4 +1,5 @@
-//! Chakra execution traces (MLCommons), read and written (REFERENCE.md §6).
+//! Chakra execution traces (MLCommons), read and written (the schema of mlcommons/chakra,
+//! `schema/protobuf/et_def.proto`).
 //!
 //! A trace is one file per rank, `<prefix>.<rank>.et`: a stream of protobuf messages, each
 //! preceded by its length as a varint, `GlobalMetadata` first and `Node`s after; some producers

@@ -153,7 +153,7 @@ impl Training {
             }
         }
         let divides = |what, value: u32, of, total: u32| {
-            if total % value == 0 {
+            if total.is_multiple_of(value) {
                 Ok(())
             } else {
                 Err(LlmError::Divides {
@@ -188,7 +188,7 @@ impl Training {
                 vpp: p.vpp,
             });
         }
-        if p.vpp > 1 && self.micro_batches() % p.pp != 0 {
+        if p.vpp > 1 && !self.micro_batches().is_multiple_of(p.pp) {
             return Err(LlmError::Interleave {
                 micro_batches: self.micro_batches(),
                 pp: p.pp,

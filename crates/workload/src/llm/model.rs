@@ -4,10 +4,11 @@
 //! `(gated ? 3 : 2) · d · ffn`, a router `d × experts` for MoE layers and two norms `2d`; plus the
 //! input embedding and an untied LM head, `vocab × d` each, and a final norm.
 //!
-//! Model FLOPs per token of training (REFERENCE.md §5): `6 · P_active + 12 · L · (h·hd) · seq`,
-//! where `P_active` counts the matrix-multiply parameters a token goes through (every weight
-//! but the input embedding, which is a lookup; `top_k` experts of each MoE layer), and the
-//! attention term is non-causal (scores and values, forward and backward).
+//! Model FLOPs per token of training (the usual MFU convention, as the Llama 3 paper and
+//! Megatron-LM count it): `6 · P_active + 12 · L · (h·hd) · seq`, where `P_active` counts the
+//! matrix-multiply parameters a token goes through (every weight but the input embedding, which
+//! is a lookup; `top_k` experts of each MoE layer), and the attention term is non-causal (scores
+//! and values, forward and backward).
 
 use serde::Serialize;
 
