@@ -143,7 +143,11 @@ fn export(s: &Scenario, prefix: &str) -> CmdResult {
         } else {
             format!("{prefix}-{}", j.name)
         };
-        let files = chakra::export(&w, &p).map_err(other)?;
+        let model = fabricsim_workload::ComputeModel {
+            gpu: j.gpu,
+            efficiency: j.efficiency,
+        };
+        let files = chakra::export_with(&w, &p, Some(&model)).map_err(other)?;
         eprintln!(
             "wrote {} Chakra files for job `{}` ({p}.*)",
             files.len(),

@@ -177,6 +177,40 @@ fn exported_chakra_replays_to_the_same_iteration() {
     assert_eq!(a["jobs"][0]["iteration_ms"], b["jobs"][0]["iteration_ms"]);
     assert_eq!(a["jobs"][0]["collectives"], b["jobs"][0]["collectives"]);
 
+    // As ASTRA-sim reads it: communicators named by numbers from 1 (it parses them as
+    // integers), the group JSON keyed by them, and every kernel's time in `duration_micros`.
+    {
+        use fabricsim_workload::chakra::{self, pb::attribute_proto::Value, pb::NodeType};
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(format!("{p}.json")).unwrap()).unwrap();
+        assert!(json
+            .as_object()
+            .unwrap()
+            .keys()
+            .all(|k| k.parse::<u32>().is_ok_and(|n| n >= 1)));
+        let trace = chakra::read_file(std::path::Path::new(&format!("{p}.0.et"))).unwrap();
+        let mut collectives = 0;
+        for n in &trace.nodes {
+            if n.r#type == NodeType::CommCollNode as i32 {
+                collectives += 1;
+                let pg = n.attr.iter().find(|a| a.name == "pg_name").unwrap();
+                let Some(Value::StringVal(name)) = &pg.value else {
+                    panic!("pg_name of node {} is not a string", n.id)
+                };
+                assert!(json.get(name.as_str()).is_some(), "pg_name {name}");
+            }
+            if n.r#type == NodeType::CompNode as i32 {
+                assert!(
+                    n.duration_micros > 0,
+                    "node {} `{}` has no duration",
+                    n.id,
+                    n.name
+                );
+            }
+        }
+        assert!(collectives > 0);
+    }
+
     // The exported trace is consistent: --strict accepts it.
     let groups = format!("{p}.json");
     let strict = ["replay", p, "--groups", groups.as_str(), "--strict"];

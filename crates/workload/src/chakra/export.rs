@@ -2,8 +2,16 @@
 //! communicator-group JSON. Every op becomes a node with its id, its label as name and its
 //! dependencies as data dependencies, with the attributes other Chakra tools read (`is_cpu_op`,
 //! `num_ops`, `tensor_size`, `comm_type`, `comm_size` in ASTRA-sim's convention, `pg_name`,
-//! `comm_src` / `comm_dst` / `comm_tag`) and two of fabricsim's own for a lossless round trip
-//! (`fabricsim_class`, `fabricsim_gemm_shape`).
+//! `comm_src` / `comm_dst` / `comm_tag`) and fabricsim's own for a lossless round trip
+//! (`fabricsim_class`, `fabricsim_gemm_shape`, `fabricsim_group`, `fabricsim_duration_ns`).
+//!
+//! For ASTRA-sim as it reads traces: a communicator is named by a number (`pg_name` `"1"`,
+//! `"2"`, …: group `i` of the workload is `i + 1`; ASTRA-sim parses the name as an integer), the
+//! group JSON maps those numbers to ranks, and with a compute model given every compute node's
+//! `duration_micros` is its kernel time under that model (rounded up to a whole µs), which
+//! ASTRA-sim replays when its roofline is off. (Its roofline divides `num_ops` by `tensor_size`,
+//! so a memory-bound kernel, which has no FLOPs, gets no time from it: run such traces with the
+//! roofline off, as traces converted from PyTorch need too.)
 
 use std::path::{Path, PathBuf};
 
@@ -11,6 +19,7 @@ use fabricsim_collectives::Collective;
 
 use super::pb::{self, attribute_proto::Value, CollectiveCommType, NodeType};
 use super::{write_atomic, write_file, ChakraError, RankTrace};
+use crate::compute::ComputeModel;
 use crate::graph::{OpKind, Workload};
 
 fn attr(name: &str, value: Value) -> pb::AttributeProto {
@@ -37,8 +46,15 @@ fn comm_type(op: Collective) -> CollectiveCommType {
     }
 }
 
-/// Rank `rank`'s trace.
-pub fn rank_trace(w: &Workload, rank: u32) -> RankTrace {
+/// The `pg_name` of group `g` (an index into [`Workload::groups`]): its number from 1 (`"0"` and
+/// an empty name mean every rank to Chakra's readers).
+fn pg_name(g: u32) -> String {
+    (g + 1).to_string()
+}
+
+/// Rank `rank`'s trace; with `model`, compute nodes carry their kernel time as
+/// `duration_micros`.
+pub fn rank_trace(w: &Workload, rank: u32, model: Option<&ComputeModel>) -> RankTrace {
     let b = &w.ranks[rank as usize];
     let prog = &w.programs[b.program as usize];
     let mut nodes = Vec::with_capacity(prog.len());
@@ -59,6 +75,9 @@ pub fn rank_trace(w: &Workload, rank: u32) -> RankTrace {
                         Value::Uint32List(pb::Uint32List { values: s.to_vec() }),
                     ));
                 }
+                if let Some(d) = c.duration {
+                    attrs.push(attr("fabricsim_duration_ns", Value::Uint64Val(d.0)));
+                }
                 NodeType::CompNode
             }
             OpKind::Memory { bytes, store } => {
@@ -70,7 +89,8 @@ pub fn rank_trace(w: &Workload, rank: u32) -> RankTrace {
                 }
             }
             OpKind::Collective { op, bytes, group } => {
-                let g = &w.groups[b.groups[group as usize] as usize];
+                let gi = b.groups[group as usize];
+                let g = &w.groups[gi as usize];
                 let size = match op {
                     Collective::AllGather | Collective::Gather => {
                         bytes / g.ranks.len().max(1) as u64
@@ -80,7 +100,8 @@ pub fn rank_trace(w: &Workload, rank: u32) -> RankTrace {
                 attrs.push(attr("is_cpu_op", Value::BoolVal(false)));
                 attrs.push(attr("comm_type", Value::Int64Val(comm_type(op) as i64)));
                 attrs.push(attr("comm_size", Value::Int64Val(size as i64)));
-                attrs.push(attr("pg_name", Value::StringVal(g.name.clone())));
+                attrs.push(attr("pg_name", Value::StringVal(pg_name(gi))));
+                attrs.push(attr("fabricsim_group", Value::StringVal(g.name.clone())));
                 NodeType::CommCollNode
             }
             OpKind::Send { peer, bytes, tag } | OpKind::Recv { peer, bytes, tag } => {
@@ -115,8 +136,9 @@ pub fn rank_trace(w: &Workload, rank: u32) -> RankTrace {
                 .map(|&d| prog.ops[d as usize].id)
                 .collect(),
             start_time_micros: 0,
-            duration_micros: match op.kind {
-                OpKind::Compute(c) => c.duration.map_or(0, |d| d.0 / 1000),
+            duration_micros: match (op.kind, model) {
+                (OpKind::Compute(c), Some(m)) => m.time(&c).0.div_ceil(1000),
+                (OpKind::Compute(c), None) => c.duration.map_or(0, |d| d.0.div_ceil(1000)),
                 _ => 0,
             },
             inputs: None,
@@ -135,16 +157,23 @@ pub fn rank_trace(w: &Workload, rank: u32) -> RankTrace {
 
 /// Writes `w` as `<prefix>.<rank>.et` files and `<prefix>.json`; returns the paths written.
 pub fn export(w: &Workload, prefix: &str) -> Result<Vec<PathBuf>, ChakraError> {
+    export_with(w, prefix, None)
+}
+
+/// [`export`], with every compute node's time under `model` as its `duration_micros`.
+pub fn export_with(
+    w: &Workload,
+    prefix: &str,
+    model: Option<&ComputeModel>,
+) -> Result<Vec<PathBuf>, ChakraError> {
     let mut written = Vec::new();
     for r in 0..w.rank_count() as u32 {
         let path = PathBuf::from(format!("{prefix}.{r}.et"));
-        write_file(&path, &rank_trace(w, r))?;
+        write_file(&path, &rank_trace(w, r, model))?;
         written.push(path);
     }
-    let groups: serde_json::Map<String, serde_json::Value> = w
-        .groups
-        .iter()
-        .map(|g| (g.name.clone(), serde_json::json!(g.ranks)))
+    let groups: serde_json::Map<String, serde_json::Value> = (0..w.groups.len() as u32)
+        .map(|g| (pg_name(g), serde_json::json!(w.groups[g as usize].ranks)))
         .collect();
     let path = PathBuf::from(format!("{prefix}.json"));
     let text = serde_json::to_string_pretty(&groups).expect("a map of lists serialises");

@@ -258,8 +258,17 @@ pub fn from_traces(
                         flops,
                         bytes,
                         shape,
-                        duration: (node.duration_micros > 0)
-                            .then(|| Nanos(node.duration_micros.saturating_mul(1000))),
+                        // fabricsim's own exports keep the exact time, if the op had one, apart:
+                        // their `duration_micros` is the compute model's, for other readers.
+                        duration: if attrs.str("fabricsim_class").is_some() {
+                            attrs
+                                .int("fabricsim_duration_ns")
+                                .and_then(|d| u64::try_from(d).ok())
+                                .map(Nanos)
+                        } else {
+                            (node.duration_micros > 0)
+                                .then(|| Nanos(node.duration_micros.saturating_mul(1000)))
+                        },
                     })
                 }
                 NodeType::MemLoadNode | NodeType::MemStoreNode => OpKind::Memory {
@@ -316,9 +325,12 @@ pub fn from_traces(
                     } else {
                         pg.to_string()
                     };
+                    let shown = attrs.str("fabricsim_group");
                     let g = *group_index.entry(key.clone()).or_insert_with(|| {
                         w.groups.push(Group {
-                            name: if key == "0" && !named.contains_key("0") {
+                            name: if let Some(name) = shown {
+                                name.to_string()
+                            } else if key == "0" && !named.contains_key("0") {
                                 "world".into()
                             } else {
                                 key.clone()

@@ -23,7 +23,7 @@ pub mod pb {
     include!(concat!(env!("OUT_DIR"), "/chakra.rs"));
 }
 
-pub use export::export;
+pub use export::{export, export_with};
 pub use import::{import, Warning};
 
 /// A trace file that cannot be read or written.
