@@ -1,6 +1,12 @@
 //! Perfetto / Chrome trace JSON (the "Trace Event Format", opened by ui.perfetto.dev): one
-//! process per job, per rank a compute thread, a communication thread and a memory thread
-//! (`tid = 3·rank + lane`), one complete event (`"ph": "X"`) per op with `ts` and `dur` in µs.
+//! process per job, per rank a compute, a communication and a memory thread, one complete event
+//! (`"ph": "X"`, `ts` and `dur` in µs, the op's rank and lane as `args`) per op.
+//!
+//! Complete events on one thread must nest, and ops of one lane overlap (a rank's FSDP
+//! all-gather runs while its TP collectives do), so each lane is split into as many tracks as
+//! it has ops at once: an op goes on the first track free when it starts (interval
+//! partitioning, the fewest tracks). Track 0 of rank `R`'s lane `l` is thread `3·R + l`; track
+//! `k` is thread `3·R + l + 3·N·k` for `N` ranks traced, named `rank R comm #k+1`.
 
 use serde_json::{json, Value};
 
@@ -13,39 +19,64 @@ pub fn trace_json(jobs: &[JobStats]) -> Value {
             json!({"ph": "M", "name": "process_name", "pid": pid, "args": {"name": job.name}}),
         );
         let ranks = job.trace_ranks.min(job.ranks);
-        for r in 0..ranks {
-            for (lane, what) in [
-                (Lane::Compute, "compute"),
-                (Lane::Comm, "comm"),
-                (Lane::Memory, "memory"),
-            ] {
-                events.push(json!({
-                    "ph": "M", "name": "thread_name", "pid": pid, "tid": tid(r, lane),
-                    "args": {"name": format!("rank {r} {what}")}
-                }));
-            }
-        }
         let mut slices = job.slices.clone();
         slices.sort_by_key(|s| (s.rank, s.lane, s.start, s.end, s.label));
+        // Per (rank, lane), the end of each track's last op.
+        let mut tracks: Vec<u64> = Vec::new();
+        let mut current = None;
+        let mut named = std::collections::BTreeSet::new();
         for s in slices {
+            if current != Some((s.rank, s.lane)) {
+                current = Some((s.rank, s.lane));
+                tracks.clear();
+            }
+            let k = match tracks.iter().position(|&end| end <= s.start) {
+                Some(k) => k,
+                None => {
+                    tracks.push(0);
+                    tracks.len() - 1
+                }
+            };
+            tracks[k] = s.end;
+            let tid = tid(s.rank, s.lane, k, ranks);
+            if named.insert(tid) {
+                let suffix = if k == 0 {
+                    String::new()
+                } else {
+                    format!(" #{}", k + 1)
+                };
+                events.push(json!({
+                    "ph": "M", "name": "thread_name", "pid": pid, "tid": tid,
+                    "args": {"name": format!("rank {} {}{suffix}", s.rank, lane_name(s.lane))}
+                }));
+            }
             events.push(json!({
                 "ph": "X",
                 "name": job.labels.get(s.label as usize).map_or("", String::as_str),
                 "pid": pid,
-                "tid": tid(s.rank, s.lane),
+                "tid": tid,
                 "ts": s.start as f64 / 1e3,
                 "dur": (s.end - s.start) as f64 / 1e3,
+                "args": {"rank": s.rank, "lane": lane_name(s.lane)},
             }));
         }
     }
     json!({"displayTimeUnit": "ms", "traceEvents": events})
 }
 
-fn tid(rank: u32, lane: Lane) -> u64 {
-    3 * u64::from(rank)
-        + match lane {
-            Lane::Compute => 0,
-            Lane::Comm => 1,
-            Lane::Memory => 2,
-        }
+fn lane_name(lane: Lane) -> &'static str {
+    match lane {
+        Lane::Compute => "compute",
+        Lane::Comm => "comm",
+        Lane::Memory => "memory",
+    }
+}
+
+fn tid(rank: u32, lane: Lane, track: usize, ranks: u32) -> u64 {
+    let lane = match lane {
+        Lane::Compute => 0,
+        Lane::Comm => 1,
+        Lane::Memory => 2,
+    };
+    3 * u64::from(rank) + lane + 3 * u64::from(ranks) * track as u64
 }
