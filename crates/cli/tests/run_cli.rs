@@ -109,8 +109,8 @@ fn efficiency_overrides_reach_the_compute_model() {
 #[test]
 fn trace_slices_on_one_thread_never_overlap() {
     // The default job's ranks run FSDP collectives while their TP ones run: those go on extra
-    // tracks of the comm lane, so Perfetto draws every slice (overlapping complete events on
-    // one thread, 153 of them in this trace, were misdrawn).
+    // tracks of the comm lane, so Perfetto draws every slice (complete events that overlap on
+    // one thread are misdrawn; this trace had 1,056 such pairs with one thread per lane).
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("t.json");
     let o = fabricsim(&["run", "--trace", trace.to_str().unwrap()]);
