@@ -82,10 +82,17 @@ pub struct BenchArgs {
     /// Print CSV.
     #[arg(long)]
     csv: bool,
+    /// Reduction operation, as nccl-tests' `-o`: sum, prod, min, max or avg (all move the same
+    /// bytes; it is printed in the redop column).
+    #[arg(short = 'o', long = "op", default_value = "sum")]
+    op: String,
     /// Write the output to this file instead of stdout (whole or not at all).
-    #[arg(short, long)]
+    #[arg(long)]
     output: Option<PathBuf>,
 }
+
+/// nccl-tests' reduction operations (`-o`).
+const REDOPS: [&str; 5] = ["sum", "prod", "min", "max", "avg"];
 
 pub(crate) fn bad(flag: &str, value: &str, expected: &str) -> Failure {
     input(anyhow!("--{flag}: `{value}` is not {expected}"))
@@ -261,6 +268,14 @@ fn setup(args: &BenchArgs) -> Result<Setup, Failure> {
 
 pub fn run(args: BenchArgs) -> CmdResult {
     let s = setup(&args)?;
+    let redop = args.op.trim().to_ascii_lowercase();
+    if !REDOPS.contains(&redop.as_str()) {
+        return Err(bad(
+            "op",
+            &args.op,
+            &format!("one of {}", REDOPS.join(", ")),
+        ));
+    }
     let mut results: Vec<(Routing, Vec<Row>)> = Vec::new();
     for &routing in &s.policies {
         let bench = Bench {
@@ -282,7 +297,8 @@ pub fn run(args: BenchArgs) -> CmdResult {
     } else if results.len() > 1 {
         header(&args, &s) + &side_by_side(&results)
     } else {
-        header(&args, &s) + &table(&results[0].1)
+        let (algo_tuned, proto_tuned) = (args.algo.is_none(), args.proto.is_none());
+        header(&args, &s) + &table(&results[0].1, &redop, algo_tuned, proto_tuned)
     };
     write_output(args.output.as_deref(), |w| w.write_all(text.as_bytes())).map_err(other)
 }
@@ -312,51 +328,59 @@ fn header(args: &BenchArgs, s: &Setup) -> String {
     h + "#\n"
 }
 
-fn table(rows: &[Row]) -> String {
+/// nccl-tests' table, field for field up to its last `#wrong`, so its log parsers read it:
+/// size, count, type, redop, root, then out-of-place and in-place time, algbw, busbw and
+/// `#wrong` (fabricsim moves the same bytes in place, and checks no data: `N/A`, as nccl-tests
+/// prints without `-c`); then fabricsim's own columns: what ran (a `*` on what NCCL's cost
+/// model chose: `algo_tuned`, `proto_tuned`), the busiest link group and its utilization.
+fn table(rows: &[Row], redop: &str, algo_tuned: bool, proto_tuned: bool) -> String {
     let mut out = format!(
-        "#{:>12} {:>12} {:>6} {:>5} {:>4}  {:<24} {:>11} {:>8} {:>8}  {:<12} {:>8} {:>9}\n",
-        "size",
-        "count",
-        "type",
-        "redop",
-        "root",
-        "algorithm/protocol",
-        "time",
-        "algbw",
-        "busbw",
-        "busiest tier",
-        "max util",
-        "mean util"
+        "#{:>12} {:>13} {:>6} {:>6} {:>5}  {:>40}  {:>40}\n",
+        "", "", "", "", "", "out-of-place", "in-place"
     );
     out += &format!(
-        "#{:>12} {:>12} {:>6} {:>5} {:>4}  {:<24} {:>11} {:>8} {:>8}\n",
-        "(B)", "(elements)", "", "", "", "", "(us)", "(GB/s)", "(GB/s)"
+        "#{:>12} {:>13} {:>6} {:>6} {:>5}  {:>11} {:>8} {:>8} {:>6}  {:>11} {:>8} {:>8} {:>6}  {:<20} {:<12} {:>8} {:>9}\n",
+        "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time",
+        "algbw", "busbw", "#wrong", "algorithm", "busiest tier", "max util", "mean util"
     );
+    out += &format!(
+        "#{:>12} {:>13} {:>6} {:>6} {:>5}  {:>11} {:>8} {:>8} {:>6}  {:>11} {:>8} {:>8}\n",
+        "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)"
+    );
+    let star = |tuned: bool| if tuned { "*" } else { "" };
     for r in rows {
         let algo = format!(
-            "{}/{}{}",
+            "{}{}/{}{}",
             r.algorithm,
+            star(algo_tuned),
             r.protocol,
-            if r.tuned { " (tuner)" } else { "" }
+            star(proto_tuned)
+        );
+        let run = format!(
+            "{:>11.1} {:>8.2} {:>8.2} {:>6}",
+            r.time_us, r.algbw_gbps, r.busbw_gbps, "N/A"
         );
         out += &format!(
-            " {:>12} {:>12} {:>6} {:>5} {:>4}  {:<24} {:>11.1} {:>8.2} {:>8.2}  {:<12} {:>8.3} {:>9.3}\n",
+            " {:>12} {:>13} {:>6} {:>6} {:>5}  {run}  {run}  {:<20} {:<12} {:>8.3} {:>9.3}\n",
             r.size,
             r.count,
             r.dtype,
-            r.redop.unwrap_or("none"),
+            r.redop.map_or("none", |_| redop),
             r.root.map_or("-1".to_string(), |x| x.to_string()),
             algo,
-            r.time_us,
-            r.algbw_gbps,
-            r.busbw_gbps,
             r.busiest_tier,
             r.max_link_utilization,
             r.mean_link_utilization
         );
     }
+
     let avg = rows.iter().map(|r| r.busbw_gbps).sum::<f64>() / rows.len().max(1) as f64;
-    out + &format!("# Avg bus bandwidth    : {avg:.3} GB/s\n")
+    let tuner = if algo_tuned || proto_tuned {
+        "# *: chosen by NCCL's cost model (the tuner)\n"
+    } else {
+        ""
+    };
+    out + &format!("# Avg bus bandwidth    : {avg:.3} GB/s\n") + tuner
 }
 
 fn side_by_side(results: &[(Routing, Vec<Row>)]) -> String {

@@ -27,6 +27,49 @@ fn bench_prints_nccl_tests_columns_for_each_size() {
     let rows: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
     assert_eq!(rows.len(), 3, "{text}");
     assert!(rows[0].trim_start().starts_with("1048576 "), "{text}");
+    // nccl-tests' fields, in its order: size count type redop root, then time algbw busbw
+    // #wrong out of place and in place; the algorithm after them, `*` where the tuner chose.
+    for row in rows {
+        let f: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(&f[2..5], ["float", "sum", "-1"], "{row}");
+        assert_eq!((f[8], f[12]), ("N/A", "N/A"), "{row}");
+        assert_eq!(f[5..8], f[9..12], "{row}");
+        let busbw: f64 = f[7].parse().unwrap();
+        assert!(busbw > 0.0, "{row}");
+        assert!(f[13].contains('*'), "{row}");
+    }
+    assert!(text.contains("# *: chosen by NCCL's cost model"), "{text}");
+}
+
+#[test]
+fn dash_o_is_the_reduction_as_in_nccl_tests() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_fabricsim"))
+        .current_dir(dir.path())
+        .args([
+            "bench", "--gpus", "8", "-b", "1M", "-e", "1M", "--algo", "ring", "-o", "max",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let row = text.lines().find(|l| !l.starts_with('#')).unwrap();
+    assert_eq!(row.split_whitespace().nth(3), Some("max"), "{text}");
+    // A forced algorithm carries no mark; the protocol the tuner chose does.
+    let algo = row.split_whitespace().nth(13).unwrap();
+    assert!(algo.starts_with("ring/") && algo.ends_with('*'), "{algo}");
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "no file named `max`"
+    );
+    let bad = fabricsim(&["bench", "-o", "median"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        stderr(&bad).contains("--op: `median` is not one of sum"),
+        "{}",
+        stderr(&bad)
+    );
 }
 
 #[test]
