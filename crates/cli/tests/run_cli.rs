@@ -87,6 +87,33 @@ fn default_with(extra: &str) -> (f64, serde_json::Value) {
 }
 
 #[test]
+fn run_reports_the_algorithm_each_collective_ran() {
+    let (_, v) = default_with("");
+    let colls = v["jobs"][0]["collectives"].as_array().unwrap();
+    assert!(!colls.is_empty());
+    for c in colls {
+        let algo = c["algorithm"].as_str().unwrap();
+        let (a, p) = algo.split_once('/').unwrap_or_else(|| panic!("{c}"));
+        assert!(
+            !a.is_empty() && ["LL", "LL128", "Simple"].contains(&p),
+            "{c}"
+        );
+    }
+    // A forced algorithm is what ran.
+    let (_, forced) = default_with("[job.collectives]\nalgorithm = \"recursive-doubling\"\n");
+    let algos: Vec<&str> = forced["jobs"][0]["collectives"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["algorithm"].as_str().unwrap())
+        .collect();
+    assert!(
+        algos.iter().any(|a| a.starts_with("recursive-doubling/")),
+        "{algos:?}"
+    );
+}
+
+#[test]
 fn efficiency_overrides_reach_the_compute_model() {
     let (base, base_json) = default_with("");
     // The calibrated defaults, given explicitly, change nothing.

@@ -12,6 +12,8 @@ pub struct CollectiveRow {
     /// The communicator kind (`tp`, `dp`, `world`, ...).
     pub scope: String,
     pub ranks: usize,
+    /// The algorithm and protocol that ran it (`ring/Simple`; `-` for one rank).
+    pub algorithm: String,
     pub count: u64,
     /// nccl-tests size summed over instances.
     pub bytes: u64,
@@ -100,6 +102,7 @@ impl JobReport {
                         op: k.op.name(),
                         scope: k.scope.clone(),
                         ranks: k.ranks,
+                        algorithm: k.algorithm.clone(),
                         count: t.count,
                         bytes: t.bytes,
                         time_ms: time * 1e-6,
@@ -156,11 +159,19 @@ impl JobReport {
             self.idle_fraction * 100.0
         );
         if !self.collectives.is_empty() {
-            out += "  collectives      op              scope  ranks   count         bytes    time ms    mean µs  busbw GB/s\n";
+            out += "  collectives      op              scope  ranks  algorithm          count         bytes    time ms    mean µs  busbw GB/s\n";
             for c in &self.collectives {
                 out += &format!(
-                    "                   {:<15} {:<6} {:>5} {:>7} {:>13} {:>10.3} {:>10.1} {:>11.1}\n",
-                    c.op, c.scope, c.ranks, c.count, c.bytes, c.time_ms, c.mean_us, c.busbw_gbps
+                    "                   {:<15} {:<6} {:>5}  {:<15} {:>8} {:>13} {:>10.3} {:>10.1} {:>11.1}\n",
+                    c.op,
+                    c.scope,
+                    c.ranks,
+                    c.algorithm,
+                    c.count,
+                    c.bytes,
+                    c.time_ms,
+                    c.mean_us,
+                    c.busbw_gbps
                 );
             }
         }
