@@ -32,6 +32,9 @@ pub struct FlowsArgs {
     /// Write per-flow results (CSV) to this file.
     #[arg(short, long)]
     output: Option<PathBuf>,
+    /// Write every link that carried bytes, with its utilization, as CSV (docs/outputs.md).
+    #[arg(long, value_name = "FILE")]
+    links: Option<PathBuf>,
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
@@ -84,6 +87,9 @@ pub fn run(args: FlowsArgs) -> CmdResult {
     };
     let outcome = simulate_flows(&topo, policy, args.routing.hash()?, engine, qps, &flows)
         .map_err(|e| input(anyhow::anyhow!("{path}: {e}")))?;
+    if let Some(path) = &args.links {
+        crate::links::write_links(path, &topo, &outcome.links)?;
+    }
 
     if let Some(out) = &args.output {
         write_output(Some(out), |w| {

@@ -9,6 +9,7 @@ mod buffer;
 mod calibrate;
 mod failure;
 mod flows;
+mod links;
 mod output;
 mod route;
 mod run;

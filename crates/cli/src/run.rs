@@ -38,6 +38,9 @@ pub struct OutputArgs {
     /// Ranks per job the trace shows (default 16, or the scenario's).
     #[arg(long)]
     trace_ranks: Option<u32>,
+    /// Write every link that carried bytes, with its utilization, as CSV (docs/outputs.md).
+    #[arg(long, value_name = "FILE")]
+    links: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -254,6 +257,9 @@ fn execute(scenario: Scenario, name: &str, out: &OutputArgs) -> CmdResult {
     if let Some(path) = &trace_path {
         let text = trace_json(&run.output.jobs).to_string();
         write_output(Some(path), |o| o.write_all(text.as_bytes())).map_err(other)?;
+    }
+    if let Some(path) = &out.links {
+        crate::links::write_links(path, &topo, &run.output.links)?;
     }
     let text = if out.json {
         json(&scenario, name, &topo, &run)

@@ -274,3 +274,55 @@ fn flow_start_times_are_bounded() {
         stderr(&o)
     );
 }
+
+#[test]
+fn flows_and_run_write_every_link_they_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let links = dir.path().join("links.csv");
+    let r2r = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/r2r.csv");
+    let o = fabricsim(&[
+        "flows",
+        "--preset",
+        "meta-ai-zone",
+        "--set",
+        "racks=2",
+        "--flows",
+        r2r,
+        "--links",
+        links.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&links).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(
+        lines.next(),
+        Some("link,src,dst,group,capacity_gbps,bytes,utilization,peak_utilization,busy_fraction")
+    );
+    let mut by_group: std::collections::BTreeMap<String, f64> = Default::default();
+    for line in lines {
+        let f: Vec<&str> = line.split(',').collect();
+        let (bytes, util, busy): (f64, f64, f64) = (
+            f[5].parse().unwrap(),
+            f[6].parse().unwrap(),
+            f[8].parse().unwrap(),
+        );
+        assert!(
+            bytes > 0.0 && util > 0.0 && util <= 1.0 + 1e-9 && busy <= 1.0,
+            "{line}"
+        );
+        *by_group.entry(f[3].to_string()).or_default() += bytes;
+    }
+    // 16 flows of 1 GiB, each leaving through its NIC and entering the next rack through one.
+    let gib = (1u64 << 30) as f64;
+    assert_eq!(by_group["nic->rtsw"], 16.0 * gib);
+    assert_eq!(by_group["rtsw->nic"], 16.0 * gib);
+    assert_eq!(by_group["rtsw->ctsw"], 16.0 * gib);
+
+    let o = fabricsim(&["run", "--links", links.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&links).unwrap();
+    assert!(
+        text.lines().count() > 100 && text.contains(",host,"),
+        "{text}"
+    );
+}

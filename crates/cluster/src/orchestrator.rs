@@ -89,6 +89,8 @@ pub struct RunOutput {
     /// highest and the mean utilization over the run (payload over line rate), over the links
     /// that carried traffic.
     pub tiers: Vec<fabricsim_routing::balance::GroupLoad>,
+    /// Every link that carried bytes, over the run.
+    pub links: Vec<fabricsim_netsim::LinkUse>,
 }
 
 /// Options of a run.
@@ -360,7 +362,7 @@ impl<'t> Orchestrator<'t> {
             .map(|j| j.stats.iteration_ns)
             .max()
             .unwrap_or(0);
-        let tiers = {
+        let (tiers, links) = {
             let topo = self.topo;
             let stats = self.net.engine().link_stats();
             let span = (stats.elapsed.0 as f64 * 1e-9).max(1e-12);
@@ -371,7 +373,10 @@ impl<'t> Orchestrator<'t> {
                 .map(|(link, &b)| b / (link.capacity.0 as f64 * span))
                 .collect();
             let used: Vec<bool> = stats.bytes.iter().map(|&b| b > 0.0).collect();
-            fabricsim_routing::balance::group_loads(topo, &util, &used)
+            (
+                fabricsim_routing::balance::group_loads(topo, &util, &used),
+                stats.uses(topo, stats.elapsed.0),
+            )
         };
         let (flows, events) = (self.flows, self.events);
         let link_events = self.link_events[..self.applied]
@@ -386,6 +391,7 @@ impl<'t> Orchestrator<'t> {
             link_events,
             te: self.te.map(|te| te.log).unwrap_or_default(),
             tiers,
+            links,
         })
     }
 

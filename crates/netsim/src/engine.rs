@@ -41,7 +41,43 @@ pub struct LinkStats {
     pub elapsed: Nanos,
 }
 
+/// One link's use over a run, as `--links` files give it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LinkUse {
+    pub link: LinkId,
+    pub bytes: f64,
+    /// Bytes over capacity × the span.
+    pub utilization: f64,
+    /// The highest load / capacity at any time.
+    pub peak_utilization: f64,
+    /// Time with any load, over the span.
+    pub busy_fraction: f64,
+}
+
 impl LinkStats {
+    /// Every link that carried bytes, in link order, over a span of `span_ns` (the run's end;
+    /// at least 1 ns).
+    pub fn uses(&self, topo: &fabricsim_topology::Topology, span_ns: u64) -> Vec<LinkUse> {
+        let span = span_ns.max(1) as f64;
+        topo.link_ids()
+            .filter(|l| self.bytes[l.index()] > 0.0)
+            .map(|l| {
+                let capacity = topo.link(l).capacity.0 as f64;
+                LinkUse {
+                    link: l,
+                    bytes: self.bytes[l.index()],
+                    utilization: if capacity > 0.0 {
+                        self.bytes[l.index()] / (capacity * span * 1e-9)
+                    } else {
+                        0.0
+                    },
+                    peak_utilization: self.peak_utilization[l.index()],
+                    busy_fraction: (self.busy[l.index()].0 as f64 / span).min(1.0),
+                }
+            })
+            .collect()
+    }
+
     pub fn new(links: usize) -> Self {
         LinkStats {
             bytes: vec![0.0; links],

@@ -148,6 +148,8 @@ pub struct FlowsOutcome {
     pub makespan: Nanos,
     /// Mean utilization of every network link (NIC and switch links) over the makespan.
     pub utilization: Vec<(fabricsim_topology::LinkId, f64)>,
+    /// Every link that carried bytes, over the makespan.
+    pub links: Vec<crate::engine::LinkUse>,
 }
 
 /// Simulates `flows` in start order (ties in list order).
@@ -279,5 +281,6 @@ fn run<E: Engine>(
         completions,
         makespan,
         utilization,
+        links: stats.uses(topo, makespan.0),
     })
 }

@@ -23,6 +23,6 @@ pub mod maxmin;
 pub mod network;
 
 pub use analytical::AnalyticalEngine;
-pub use engine::{Completion, Engine, FlowId, FlowSpec, LinkStats};
+pub use engine::{Completion, Engine, FlowId, FlowSpec, LinkStats, LinkUse};
 pub use flow_engine::FlowEngine;
 pub use network::{Leg, Network, NetworkError, Strand};

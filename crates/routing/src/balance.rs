@@ -138,6 +138,17 @@ pub fn links_in_scope(
     Ok(scope)
 }
 
+/// The group of link `l`: its direction between tiers (`rtsw->ctsw`, `nic->rtsw`); `None` for
+/// a link inside a host (NVLink, PCIe).
+pub fn link_group(topo: &Topology, l: LinkId) -> Option<String> {
+    let link = topo.link(l);
+    Some(format!(
+        "{}->{}",
+        label(topo, link.src)?,
+        label(topo, link.dst)?
+    ))
+}
+
 /// The network links in `scope` grouped by direction between tiers (`rtsw->ctsw`), groups in
 /// order of their first link.
 pub fn link_groups(topo: &Topology, scope: &[bool]) -> Vec<(String, Vec<LinkId>)> {
