@@ -7,7 +7,9 @@ use std::path::PathBuf;
 
 use anyhow::anyhow;
 use clap::Args;
-use fabricsim_cluster::buffer::{capacity_buffer, BufferError, BufferReport, BufferSpec};
+use fabricsim_cluster::buffer::{
+    buffer_runs, capacity_buffer_with, BufferError, BufferReport, BufferSpec,
+};
 use fabricsim_cluster::overrides::Override;
 use fabricsim_cluster::scenario::Scenario;
 use fabricsim_te::Routing;
@@ -111,10 +113,15 @@ pub fn run(args: BufferArgs) -> CmdResult {
         } else {
             routings.clone()
         };
-        let report = capacity_buffer(&scenario, &topo, &routings, &spec).map_err(|e| match e {
+        let failure = |e| match e {
             BufferError::Sim(e) => sim_failure(e),
             e @ BufferError::Kind(_) => input(anyhow!(e)),
-        })?;
+        };
+        let runs = buffer_runs(&topo, routings.len(), &spec).map_err(failure)?;
+        let bar = crate::progress::bar(runs, "runs");
+        let report = capacity_buffer_with(&scenario, &topo, &routings, &spec, &|| bar.inc(1))
+            .map_err(failure)?;
+        bar.finish_and_clear();
         reports.push((variant.cloned(), report));
     }
     let name = args.scenario.display().to_string();

@@ -11,6 +11,7 @@ mod failure;
 mod flows;
 mod links;
 mod output;
+mod progress;
 mod route;
 mod run;
 mod serve;

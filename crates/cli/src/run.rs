@@ -217,16 +217,13 @@ fn execute(scenario: Scenario, name: &str, out: &OutputArgs) -> CmdResult {
         trace_ranks,
         progress_every: if tty { 200_000 } else { 0 },
     };
+    let bar = crate::progress::bar(1, "ops");
     let result = simulate(&scenario, &topo, options, |t, done, total| {
-        eprint!(
-            "\r  simulated {:.1} ms · ops {done}/{total} ({:.0} %)   ",
-            t as f64 * 1e-6,
-            100.0 * done as f64 / total.max(1) as f64
-        );
+        bar.set_length(total);
+        bar.set_position(done);
+        bar.set_message(format!("at {:.1} ms simulated", t as f64 * 1e-6));
     });
-    if tty {
-        eprint!("\r{:60}\r", "");
-    }
+    bar.finish_and_clear();
     let run = match result {
         Ok(run) => run,
         Err(SimError::Run(RunError::Stalled {

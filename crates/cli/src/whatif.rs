@@ -6,9 +6,9 @@ use std::path::PathBuf;
 
 use anyhow::anyhow;
 use clap::Args;
-use fabricsim_cluster::maintenance::{plan, MaintenancePlan, PlanError};
+use fabricsim_cluster::maintenance::{plan_with, MaintenancePlan, PlanError};
 use fabricsim_cluster::scenario::Scenario;
-use fabricsim_cluster::whatif::{read_actions, what_if, Action, WhatIfReport};
+use fabricsim_cluster::whatif::{read_actions, what_if_with, Action, WhatIfReport};
 use fabricsim_topology::Topology;
 
 use crate::failure::{input, other, CmdResult};
@@ -104,7 +104,11 @@ pub fn run(args: WhatIfArgs) -> CmdResult {
     if args.plan {
         return run_plan(&args, &scenario, &topo, &actions);
     }
-    let report = what_if(&scenario, &topo, &actions, args.seeds).map_err(sim_failure)?;
+    let runs = (actions.len() as u64 + 1) * u64::from(args.seeds.max(1));
+    let bar = crate::progress::bar(runs, "runs");
+    let report = what_if_with(&scenario, &topo, &actions, args.seeds, &|| bar.inc(1))
+        .map_err(sim_failure)?;
+    bar.finish_and_clear();
     let text = if args.json {
         serde_json::to_string_pretty(&report).map_err(other)? + "\n"
     } else if args.csv {
@@ -134,18 +138,21 @@ fn run_plan(
             args.hours
         )));
     }
-    let p = plan(
+    let bar = crate::progress::bar(0, "runs");
+    let p = plan_with(
         scenario,
         topo,
         actions,
         args.at_once,
         args.hours,
         args.seeds,
+        &|| bar.inc(1),
     )
     .map_err(|e| match e {
         PlanError::Sim(e) => sim_failure(e),
         e @ PlanError::CutsOff { .. } => input(anyhow!(e)),
     })?;
+    bar.finish_and_clear();
     let text = if args.json {
         serde_json::to_string_pretty(&p).map_err(other)? + "\n"
     } else if args.csv {

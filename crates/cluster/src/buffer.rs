@@ -3,7 +3,7 @@
 //! under each routing policy.
 //!
 //! Each point of the curve is `draws` random sets of `k` failed elements, each run over `seeds`
-//! seeds ([`what_if_in_order`]). The draws depend only on `k` and the draw's index, so every routing
+//! seeds ([`crate::whatif::what_if_in_order`]). The draws depend only on `k` and the draw's index, so every routing
 //! policy meets the same failures and the policies are compared pair by pair. A draw that cuts
 //! a job off counts as an infinite slowdown of that job, and only of that job.
 
@@ -14,7 +14,7 @@ use fabricsim_topology::{NodeKind, Topology};
 use crate::control::LinkEvent;
 use crate::scenario::Scenario;
 use crate::simulate::SimError;
-use crate::whatif::{what_if_in_order, Action};
+use crate::whatif::{what_if_in_order_with, Action, Progress};
 
 /// One job at one number of failures, over every draw and seed.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -154,12 +154,35 @@ pub enum BufferError {
     Sim(#[from] SimError),
 }
 
+/// How many simulation runs [`capacity_buffer`] takes for `routings` routing policies.
+pub fn buffer_runs(
+    topo: &Topology,
+    routings: usize,
+    spec: &BufferSpec,
+) -> Result<u64, BufferError> {
+    let elements = elements_of_kind(topo, &spec.kind).map_err(BufferError::Kind)?;
+    let max = spec.max.min(elements.len()) as u64;
+    let (draws, seeds) = (spec.draws.max(1) as u64, spec.seeds.max(1) as u64);
+    Ok(routings as u64 * (max * draws + 1) * seeds)
+}
+
 /// The capacity-buffer curves of `s` under each of `routings` (module docs).
 pub fn capacity_buffer(
     s: &Scenario,
     topo: &Topology,
     routings: &[Routing],
     spec: &BufferSpec,
+) -> Result<BufferReport, BufferError> {
+    capacity_buffer_with(s, topo, routings, spec, &|| {})
+}
+
+/// [`capacity_buffer`], calling `progress` as each of its runs finishes ([`buffer_runs`] in all).
+pub fn capacity_buffer_with(
+    s: &Scenario,
+    topo: &Topology,
+    routings: &[Routing],
+    spec: &BufferSpec,
+    progress: Progress<'_>,
 ) -> Result<BufferReport, BufferError> {
     let elements = elements_of_kind(topo, &spec.kind).map_err(BufferError::Kind)?;
     let max = spec.max.min(elements.len());
@@ -185,7 +208,7 @@ pub fn capacity_buffer(
     for &routing in routings {
         let mut sc = s.clone();
         sc.routing = routing;
-        let report = what_if_in_order(&sc, topo, &actions, seeds)?;
+        let report = what_if_in_order_with(&sc, topo, &actions, seeds, progress)?;
         let jobs: Vec<String> = report.baseline.iter().map(|(j, _)| j.clone()).collect();
         let baseline_ms = report
             .baseline

@@ -3,7 +3,7 @@
 //! as few GPU-hours as possible, keeps every job connected, and is compared with draining them
 //! in the order given.
 //!
-//! The search is greedy. The single drains are costed once ([`what_if_in_order`]). Each batch then starts
+//! The search is greedy. The single drains are costed once ([`crate::whatif::what_if_in_order`]). Each batch then starts
 //! from the cheapest element left and grows one element at a time: every candidate is costed
 //! together with the batch so far, and the cheapest is taken. Costing the batch as a whole, not
 //! as a sum of single costs, is what finds interactions: two switches whose loss the fabric
@@ -16,7 +16,7 @@ use fabricsim_topology::Topology;
 
 use crate::scenario::Scenario;
 use crate::simulate::SimError;
-use crate::whatif::{what_if_in_order, Action};
+use crate::whatif::{what_if_in_order_with, Action, Progress};
 
 /// One batch of the plan and what it costs.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -66,8 +66,9 @@ fn cost(
     topo: &Topology,
     batches: &[Action],
     seeds: u32,
+    progress: Progress<'_>,
 ) -> Result<Vec<(f64, Option<String>)>, SimError> {
-    let report = what_if_in_order(s, topo, batches, seeds)?;
+    let report = what_if_in_order_with(s, topo, batches, seeds, progress)?;
     Ok(report
         .actions
         .into_iter()
@@ -85,8 +86,22 @@ pub fn plan(
     hours: f64,
     seeds: u32,
 ) -> Result<MaintenancePlan, PlanError> {
+    plan_with(s, topo, elements, at_once, hours, seeds, &|| {})
+}
+
+/// [`plan`], calling `progress` as each simulation run finishes (how many the search takes
+/// depends on what it finds: module docs).
+pub fn plan_with(
+    s: &Scenario,
+    topo: &Topology,
+    elements: &[Action],
+    at_once: usize,
+    hours: f64,
+    seeds: u32,
+    progress: Progress<'_>,
+) -> Result<MaintenancePlan, PlanError> {
     let at_once = at_once.max(1);
-    let singles = cost(s, topo, elements, seeds)?;
+    let singles = cost(s, topo, elements, seeds, progress)?;
     let mut left: Vec<usize> = (0..elements.len()).collect();
     // Cheapest single first; ties in the order given.
     left.sort_by(|&a, &b| singles[a].0.total_cmp(&singles[b].0).then(a.cmp(&b)));
@@ -110,7 +125,7 @@ pub fn plan(
                     together(&members)
                 })
                 .collect();
-            let costs = cost(s, topo, &candidates, seeds)?;
+            let costs = cost(s, topo, &candidates, seeds, progress)?;
             let best = (0..left.len())
                 .filter(|&k| costs[k].1.is_none())
                 .min_by(|&x, &y| costs[x].0.total_cmp(&costs[y].0).then(x.cmp(&y)));
@@ -129,7 +144,7 @@ pub fn plan(
         .chunks(at_once)
         .map(|c| together(&c.iter().collect::<Vec<_>>()))
         .collect();
-    let naive_costs = cost(s, topo, &naive_actions, seeds)?;
+    let naive_costs = cost(s, topo, &naive_actions, seeds, progress)?;
     // A naive batch that cuts a job off costs infinitely much (what_if's cost of an error), so
     // the naive order is then never kept.
     let naive: Vec<Batch> = elements

@@ -203,13 +203,11 @@ pub fn what_if(
     actions: &[Action],
     seeds: u32,
 ) -> Result<WhatIfReport, SimError> {
-    let mut report = what_if_in_order(s, topo, actions, seeds)?;
-    report.actions.sort_by(|a, b| {
-        a.gpu_hours_lost_per_day
-            .total_cmp(&b.gpu_hours_lost_per_day)
-    });
-    Ok(report)
+    what_if_with(s, topo, actions, seeds, &|| {})
 }
+
+/// Called once per simulation run as it finishes (from the worker threads), for a progress bar.
+pub type Progress<'a> = &'a (dyn Fn() + Sync);
 
 /// [`what_if`] with the actions' costs in the order the actions were given, for callers that
 /// pair them with their actions.
@@ -218,6 +216,33 @@ pub fn what_if_in_order(
     topo: &Topology,
     actions: &[Action],
     seeds: u32,
+) -> Result<WhatIfReport, SimError> {
+    what_if_in_order_with(s, topo, actions, seeds, &|| {})
+}
+
+/// [`what_if`], calling `progress` as each of its `(actions + 1) × seeds` runs finishes.
+pub fn what_if_with(
+    s: &Scenario,
+    topo: &Topology,
+    actions: &[Action],
+    seeds: u32,
+    progress: Progress<'_>,
+) -> Result<WhatIfReport, SimError> {
+    let mut report = what_if_in_order_with(s, topo, actions, seeds, progress)?;
+    report.actions.sort_by(|a, b| {
+        a.gpu_hours_lost_per_day
+            .total_cmp(&b.gpu_hours_lost_per_day)
+    });
+    Ok(report)
+}
+
+/// [`what_if_in_order`], calling `progress` as each run finishes.
+pub fn what_if_in_order_with(
+    s: &Scenario,
+    topo: &Topology,
+    actions: &[Action],
+    seeds: u32,
+    progress: Progress<'_>,
 ) -> Result<WhatIfReport, SimError> {
     let seeds = seeds.max(1);
     // Run r = variant · seeds + seed; variant 0 is the baseline.
@@ -235,7 +260,9 @@ pub fn what_if_in_order(
             sc.json = None;
             sc.trace = None;
             let row = |r: &JobReport| (r.name.clone(), r.gpus, r.iteration_ms, r.tokens_per_s);
-            let run = simulate(&sc, topo, RunOptions::default(), |_, _, _| {}).map_err(|e| {
+            let run = simulate(&sc, topo, RunOptions::default(), |_, _, _| {});
+            progress();
+            let run = run.map_err(|e| {
                 let finished = match &e {
                     SimError::Run(RunError::Stalled { finished, .. }) => finished
                         .iter()
