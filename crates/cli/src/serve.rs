@@ -29,7 +29,8 @@ pub struct ServeArgs {
     /// A file holding the bearer token (one line), instead of --token.
     #[arg(long, conflicts_with = "token", value_name = "FILE")]
     token_file: Option<std::path::PathBuf>,
-    /// TE solver for route computation: cspf, lp, highs (builds with the `highs` feature) or mwu.
+    /// TE solver for route computation: cspf, lp, microlp, highs (builds with the `highs`
+    /// feature) or mwu.
     #[arg(long, default_value = "cspf")]
     solver: String,
     /// Largest request body accepted, in bytes.

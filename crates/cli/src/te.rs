@@ -58,7 +58,8 @@ pub struct SolveArgs {
     /// Channels of the bench-like collective.
     #[arg(long, default_value_t = 16)]
     channels: u32,
-    /// TE solvers to run: cspf, lp, highs (builds with the `highs` feature), mwu (comma-separated).
+    /// TE solvers to run: cspf, lp, microlp, highs (builds with the `highs` feature), mwu
+    /// (comma-separated).
     #[arg(long, value_delimiter = ',', default_value = "cspf,mwu")]
     solver: Vec<String>,
     /// QPs per connection of the E-ECMP column (Meta: 16 for LLM jobs).

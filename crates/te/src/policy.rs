@@ -163,7 +163,7 @@ impl Routing {
             "te:highs (in a build with `--features highs`)"
         };
         format!(
-            "one of {}, te, te:cspf, te:lp, te:mwu, {highs}",
+            "one of {}, te, te:cspf, te:lp, te:microlp, te:mwu, {highs}",
             Policy::NAMES.join(", ")
         )
     }

@@ -52,10 +52,17 @@ fn solvers_meet_the_hand_computed_optima() {
     let tm = three_demands(&topo);
     let inst = Instance::new(&topo, &LinkState::new(&topo), &tm).unwrap();
     let opts = SolveOptions::default();
-    let lp = solve(&inst, Solver::Lp, &opts).unwrap();
-    assert!(close(lp.fractional.unwrap(), 0.625), "{:?}", lp.fractional);
-    assert!(close(lp.lower_bound.unwrap(), 0.625));
-    for solver in [Solver::Cspf, Solver::Lp, Solver::Mwu] {
+    // The interior point (lp) and the simplex (microlp) reach the same optimum.
+    for solver in [Solver::Lp, Solver::Microlp] {
+        let lp = solve(&inst, solver, &opts).unwrap();
+        assert!(
+            close(lp.fractional.unwrap(), 0.625),
+            "{solver:?}: {:?}",
+            lp.fractional
+        );
+        assert!(close(lp.lower_bound.unwrap(), 0.625));
+    }
+    for solver in [Solver::Cspf, Solver::Lp, Solver::Microlp, Solver::Mwu] {
         let s = solve(&inst, solver, &opts).unwrap();
         assert!(
             close(s.max_utilization, 0.75),
@@ -89,7 +96,7 @@ fn te_never_routes_over_a_down_link() {
         state.set_cable(l, LinkCondition::Down);
     }
     let inst = Instance::new(&topo, &state, &three_demands(&topo)).unwrap();
-    for solver in [Solver::Cspf, Solver::Lp, Solver::Mwu] {
+    for solver in [Solver::Cspf, Solver::Lp, Solver::Microlp, Solver::Mwu] {
         let s = solve(&inst, solver, &SolveOptions::default()).unwrap();
         for path in &s.paths {
             assert!(
@@ -240,8 +247,9 @@ fn the_demand_csv_says_what_is_wrong_and_where() {
     assert!(err("src,dst,rate\n").contains("empty"));
 }
 
-/// The exact LP through HiGHS: the same optimum as microlp's on the hand-computed instance and
-/// on a 128-GPU ring job across racks of a Meta AI Zone with two CTSWs down.
+/// The exact LP through HiGHS: the same optimum as microlp's and Clarabel's on the
+/// hand-computed instance and on a 128-GPU ring job across racks of a Meta AI Zone with two
+/// CTSWs down.
 #[cfg(feature = "highs")]
 #[test]
 fn highs_and_microlp_find_the_same_optimum() {
@@ -265,14 +273,16 @@ fn highs_and_microlp_find_the_same_optimum() {
         }
     }
     let inst = Instance::new(&topo, &state, &tm).unwrap();
-    let micro = solve(&inst, Solver::Lp, &opts).unwrap();
     let h = solve(&inst, Solver::Highs, &opts).unwrap();
-    assert!(
-        close(h.fractional.unwrap(), micro.fractional.unwrap()),
-        "highs {:?}, microlp {:?}",
-        h.fractional,
-        micro.fractional
-    );
+    for other in [Solver::Microlp, Solver::Lp] {
+        let o = solve(&inst, other, &opts).unwrap();
+        assert!(
+            close(h.fractional.unwrap(), o.fractional.unwrap()),
+            "highs {:?}, {other:?} {:?}",
+            h.fractional,
+            o.fractional
+        );
+    }
     for path in &h.paths {
         assert!(
             path.iter().all(|&l| state.is_up(l)),

@@ -1,7 +1,9 @@
 //! The exact LP: min-max-utilization multi-commodity flow over the candidate paths, solved
-//! with microlp's simplex (pure Rust, `lp`) or, in builds with the `highs` feature, with HiGHS
-//! (`highs`). Both solve the same model to optimality; they may pick different optimal
-//! vertices, so their rounded tables can differ.
+//! with Clarabel's interior point (pure Rust, `lp`), microlp's simplex (pure Rust, `microlp`)
+//! or, in builds with the `highs` feature, HiGHS (`highs`). All solve the same model to
+//! optimality (Clarabel to 1e-8); they may pick different optimal points (the simplexes a
+//! vertex, the interior point the middle of the optimal face), so their rounded tables can
+//! differ.
 //!
 //! One commodity per destination GPU (a fractional routing toward one destination can be
 //! split among its sources freely, so this is exact and much smaller than one commodity per
@@ -104,6 +106,59 @@ impl Model {
         }
     }
 
+    /// An optimal `x` (to Clarabel's default tolerances, 1e-8 relative), by its interior-point
+    /// method: `x ≥ 0` and the `≤` rows as nonnegative slacks, the `=` rows as a zero cone.
+    fn solve_clarabel(&self) -> Result<Vec<f64>, SolveError> {
+        use clarabel::algebra::CscMatrix;
+        use clarabel::solver::{
+            DefaultSettings, DefaultSolver, IPSolver, NonnegativeConeT, SolverStatus, ZeroConeT,
+        };
+        let n = self.cost.len();
+        // Rows: the equalities, then the inequalities, then -x ≤ 0.
+        let (eq, le): (Vec<&Row>, Vec<&Row>) = self.rows.iter().partition(|r| r.equal);
+        let m = eq.len() + le.len() + n;
+        let mut triplets: Vec<(usize, usize, f64)> = Vec::new();
+        let mut b = Vec::with_capacity(m);
+        for (i, row) in eq.iter().chain(le.iter()).enumerate() {
+            triplets.extend(row.terms.iter().map(|&(v, a)| (i, v, a)));
+            b.push(row.rhs);
+        }
+        for v in 0..n {
+            triplets.push((eq.len() + le.len() + v, v, -1.0));
+            b.push(0.0);
+        }
+        // Compressed columns, rows in order within each column (terms of a row may repeat a
+        // variable: summed).
+        triplets.sort_by_key(|&(i, j, _)| (j, i));
+        let (mut colptr, mut rowval, mut nzval) = (vec![0usize; n + 1], Vec::new(), Vec::new());
+        for (i, j, a) in triplets {
+            if rowval.len() > colptr[j] && rowval.last() == Some(&i) && colptr[j + 1] == 0 {
+                *nzval.last_mut().expect("a value per row index") += a;
+                continue;
+            }
+            rowval.push(i);
+            nzval.push(a);
+            colptr[j + 1] = rowval.len();
+        }
+        for j in 1..=n {
+            colptr[j] = colptr[j].max(colptr[j - 1]);
+        }
+        let a = CscMatrix::new(m, n, colptr, rowval, nzval);
+        let p = CscMatrix::zeros((n, n));
+        let cones = [ZeroConeT(eq.len()), NonnegativeConeT(le.len() + n)];
+        let settings = DefaultSettings {
+            verbose: false,
+            ..DefaultSettings::default()
+        };
+        let mut solver = DefaultSolver::new(&p, &self.cost, &a, &b, &cones, settings)
+            .map_err(|e| SolveError::Lp(format!("Clarabel: {e:?}")))?;
+        solver.solve();
+        match solver.solution.status {
+            SolverStatus::Solved | SolverStatus::AlmostSolved => Ok(solver.solution.x.clone()),
+            status => Err(SolveError::Lp(format!("Clarabel ended with {status:?}"))),
+        }
+    }
+
     #[cfg(not(feature = "highs"))]
     fn solve_highs(&self) -> Result<Vec<f64>, SolveError> {
         Err(SolveError::Lp(
@@ -112,7 +167,7 @@ impl Model {
     }
 }
 
-/// Solves the exact LP with `solver` (`Lp`: microlp, `Highs`: HiGHS).
+/// Solves the exact LP with `solver` (`Lp`: Clarabel, `Microlp`: microlp, `Highs`: HiGHS).
 pub(super) fn solve(
     inst: &Instance<'_>,
     max_variables: usize,
@@ -209,7 +264,8 @@ pub(super) fn solve(
     }
     let x = match solver {
         Solver::Highs => lp.solve_highs()?,
-        _ => lp.solve_microlp()?,
+        Solver::Microlp => lp.solve_microlp()?,
+        _ => lp.solve_clarabel()?,
     };
     let optimum = x[u];
 

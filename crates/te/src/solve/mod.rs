@@ -29,17 +29,21 @@ pub enum Solver {
     Lp,
     /// The exact LP solved by HiGHS; an error in builds without the `highs` feature.
     Highs,
+    /// The exact LP solved by microlp's simplex (pure Rust; `lp` solves it by Clarabel's
+    /// interior point, 25–40× faster on the all-to-all cases of docs/performance.md).
+    Microlp,
     Mwu,
 }
 
 impl Solver {
-    pub const NAMES: [&'static str; 4] = ["cspf", "lp", "highs", "mwu"];
+    pub const NAMES: [&'static str; 5] = ["cspf", "lp", "microlp", "highs", "mwu"];
 
     pub fn parse(s: &str) -> Option<Solver> {
         match s {
             "cspf" => Some(Solver::Cspf),
             "lp" => Some(Solver::Lp),
             "highs" => Some(Solver::Highs),
+            "microlp" => Some(Solver::Microlp),
             "mwu" => Some(Solver::Mwu),
             _ => None,
         }
@@ -50,6 +54,7 @@ impl Solver {
             Solver::Cspf => "cspf",
             Solver::Lp => "lp",
             Solver::Highs => "highs",
+            Solver::Microlp => "microlp",
             Solver::Mwu => "mwu",
         }
     }
@@ -63,9 +68,9 @@ impl Solver {
     /// the others.
     pub fn expected() -> String {
         if Solver::Highs.available() {
-            "one of cspf, lp, highs, mwu".into()
+            "one of cspf, lp, microlp, highs, mwu".into()
         } else {
-            "one of cspf, lp, mwu (highs needs a build with `--features highs`)".into()
+            "one of cspf, lp, microlp, mwu (highs needs a build with `--features highs`)".into()
         }
     }
 
@@ -137,7 +142,9 @@ pub fn solve(
 ) -> Result<Solution, SolveError> {
     let mut sol = match solver {
         Solver::Cspf => cspf::solve(inst),
-        Solver::Lp | Solver::Highs => lp::solve(inst, opts.lp_max_variables, solver)?,
+        Solver::Lp | Solver::Microlp | Solver::Highs => {
+            lp::solve(inst, opts.lp_max_variables, solver)?
+        }
         Solver::Mwu => mwu::solve(inst, &opts.mwu),
     };
     sol.max_utilization = inst.max_utilization(&inst.loads(&sol.paths));
