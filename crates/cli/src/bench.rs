@@ -89,6 +89,9 @@ pub struct BenchArgs {
     /// Write the output to this file instead of stdout (whole or not at all).
     #[arg(long)]
     output: Option<PathBuf>,
+    /// Write every link that carried bytes, per routing and size, as CSV (docs/outputs.md).
+    #[arg(long, value_name = "FILE")]
+    links: Option<PathBuf>,
 }
 
 /// nccl-tests' reduction operations (`-o`).
@@ -289,6 +292,16 @@ pub fn run(args: BenchArgs) -> CmdResult {
             );
         }
         results.push((routing, rows));
+    }
+    if let Some(path) = &args.links {
+        let runs: Vec<(Vec<String>, &[fabricsim_netsim::LinkUse])> = results
+            .iter()
+            .flat_map(|(routing, rows)| {
+                rows.iter()
+                    .map(move |r| (vec![routing.name(), r.size.to_string()], &r.links[..]))
+            })
+            .collect();
+        crate::links::write_runs(path, &s.topo, &["routing", "size"], &runs)?;
     }
     let text = if args.json {
         json(&args, &s, &results).map_err(other)?

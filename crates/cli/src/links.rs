@@ -9,36 +9,52 @@ use fabricsim_topology::Topology;
 use crate::failure::{other, CmdResult};
 use crate::output::write_output;
 
+const COLUMNS: [&str; 9] = [
+    "link",
+    "src",
+    "dst",
+    "group",
+    "capacity_gbps",
+    "bytes",
+    "utilization",
+    "peak_utilization",
+    "busy_fraction",
+];
+
 /// Writes `links` to `path`: `link,src,dst,group,capacity_gbps,bytes,utilization,
 /// peak_utilization,busy_fraction`, one row per link in link order; `group` is the direction
 /// between tiers (`rtsw->ctsw`) or `host` for a link inside a host.
 pub fn write_links(path: &Path, topo: &Topology, links: &[LinkUse]) -> CmdResult {
+    write_runs(path, topo, &[], &[(Vec::new(), links)])
+}
+
+/// [`write_links`] for several runs, each row led by its run's `lead` values (`bench`: the
+/// routing and the size).
+pub fn write_runs(
+    path: &Path,
+    topo: &Topology,
+    lead: &[&str],
+    runs: &[(Vec<String>, &[LinkUse])],
+) -> CmdResult {
     write_output(Some(path), |w| {
         let mut out = csv::Writer::from_writer(w);
-        out.write_record([
-            "link",
-            "src",
-            "dst",
-            "group",
-            "capacity_gbps",
-            "bytes",
-            "utilization",
-            "peak_utilization",
-            "busy_fraction",
-        ])?;
-        for u in links {
-            let link = topo.link(u.link);
-            out.write_record([
-                u.link.0.to_string(),
-                topo.node_name(link.src).to_string(),
-                topo.node_name(link.dst).to_string(),
-                link_group(topo, u.link).unwrap_or_else(|| "host".into()),
-                format!("{}", link.capacity.0 as f64 * 8e-9),
-                format!("{:.0}", u.bytes),
-                format!("{:.6}", u.utilization),
-                format!("{:.6}", u.peak_utilization),
-                format!("{:.6}", u.busy_fraction),
-            ])?;
+        out.write_record(lead.iter().chain(COLUMNS.iter()))?;
+        for (values, links) in runs {
+            for u in links.iter() {
+                let link = topo.link(u.link);
+                let row = [
+                    u.link.0.to_string(),
+                    topo.node_name(link.src).to_string(),
+                    topo.node_name(link.dst).to_string(),
+                    link_group(topo, u.link).unwrap_or_else(|| "host".into()),
+                    format!("{}", link.capacity.0 as f64 * 8e-9),
+                    format!("{:.0}", u.bytes),
+                    format!("{:.6}", u.utilization),
+                    format!("{:.6}", u.peak_utilization),
+                    format!("{:.6}", u.busy_fraction),
+                ];
+                out.write_record(values.iter().chain(row.iter()))?;
+            }
         }
         out.flush()
     })

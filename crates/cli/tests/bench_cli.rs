@@ -138,3 +138,44 @@ fn bad_bench_flags_exit_2_naming_the_flag() {
         assert!(err.contains(needle), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn bench_writes_every_link_per_routing_and_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let links = dir.path().join("links.csv");
+    let o = fabricsim(&[
+        "bench",
+        "--preset",
+        "meta-ai-zone",
+        "--gpus",
+        "32",
+        "-b",
+        "1M",
+        "-e",
+        "4M",
+        "--compare-routing",
+        "ecmp,spray",
+        "--links",
+        links.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = std::fs::read_to_string(&links).unwrap();
+    assert!(
+        text.starts_with("routing,size,link,src,dst,group,"),
+        "{text}"
+    );
+    let runs: std::collections::BTreeSet<(String, String)> = text
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f[0].to_string(), f[1].to_string())
+        })
+        .collect();
+    let expected: std::collections::BTreeSet<(String, String)> = ["ecmp", "spray"]
+        .iter()
+        .flat_map(|r| ["1048576", "4194304"].map(|s| (r.to_string(), s.to_string())))
+        .collect();
+    assert_eq!(runs, expected);
+    assert!(text.contains(",rtsw->ctsw,"), "32 GPUs span racks");
+}

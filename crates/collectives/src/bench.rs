@@ -109,6 +109,9 @@ pub struct Row {
     pub mean_link_utilization: f64,
     /// Engine variables the run submitted.
     pub flows: u64,
+    /// Every link that carried bytes (`bench --links`; not in the JSON rows).
+    #[serde(skip)]
+    pub links: Vec<fabricsim_netsim::LinkUse>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -329,6 +332,7 @@ pub fn run_size(
             }
         })
         .collect();
+    let links = stats.uses(topo, stats.elapsed.0);
     let (tier, max, mean) = busiest(topo, &state, ranks, sched, &util)?;
     let time_us = outcome.time.0 as f64 / 1e3;
     let algbw = if outcome.time.0 > 0 {
@@ -352,6 +356,7 @@ pub fn run_size(
         max_link_utilization: max,
         mean_link_utilization: mean,
         flows: outcome.flows,
+        links,
     })
 }
 
