@@ -15,6 +15,7 @@ mod progress;
 mod route;
 mod run;
 mod serve;
+mod sweep;
 mod te;
 mod topo;
 mod validate;
@@ -64,6 +65,9 @@ enum Command {
     Whatif(Box<whatif::WhatIfArgs>),
     /// Each job's slowdown against the number of failed elements of a kind, per routing policy.
     Buffer(Box<buffer::BufferArgs>),
+    /// A scenario over the cartesian product of some of its keys' values: one table row per
+    /// point, seed and job.
+    Sweep(sweep::SweepArgs),
 }
 
 fn main() -> ExitCode {
@@ -88,6 +92,7 @@ fn main() -> ExitCode {
         Command::Validate(args) => validate::run(args),
         Command::Whatif(args) => whatif::run(*args),
         Command::Buffer(args) => buffer::run(*args),
+        Command::Sweep(args) => sweep::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -26,6 +26,7 @@ pub mod report;
 pub mod scenario;
 pub mod simulate;
 pub mod stats;
+pub mod sweep;
 pub mod trace;
 pub mod validation;
 pub mod whatif;

@@ -1,0 +1,82 @@
+//! `fabricsim sweep PLAN.toml`: a scenario over the cartesian product of some of its keys
+//! (docs/commands/sweep.md).
+
+use std::path::PathBuf;
+
+use anyhow::anyhow;
+use clap::Args;
+use fabricsim_cluster::sweep::{cell, Plan, SweepRow};
+
+use crate::failure::{input, other, CmdResult};
+use crate::output::write_output;
+
+#[derive(Args)]
+pub struct SweepArgs {
+    /// The plan (TOML: scenario, seeds, metrics, [vary]).
+    plan: PathBuf,
+    /// Print JSON records instead of CSV.
+    #[arg(long)]
+    json: bool,
+    /// Write the table to this file instead of stdout (whole or not at all).
+    #[arg(short = 'o', long = "output")]
+    output: Option<PathBuf>,
+}
+
+pub fn run(args: SweepArgs) -> CmdResult {
+    let plan = Plan::read(&args.plan).map_err(|e| input(anyhow!(e)))?;
+    let runs = plan.points().len() as u64 * u64::from(plan.seeds);
+    let bar = crate::progress::bar(runs, "runs");
+    let rows = plan.run(&|| bar.inc(1)).map_err(|e| input(anyhow!(e)))?;
+    bar.finish_and_clear();
+    let text = if args.json {
+        json(&plan, &rows)
+    } else {
+        csv(&plan, &rows).map_err(other)?
+    };
+    write_output(args.output.as_deref(), |w| w.write_all(text.as_bytes())).map_err(other)
+}
+
+fn csv(plan: &Plan, rows: &[SweepRow]) -> anyhow::Result<String> {
+    let mut out = csv::Writer::from_writer(Vec::new());
+    let mut header: Vec<String> = plan.vary.iter().map(|(k, _)| k.clone()).collect();
+    header.extend(["seed".to_string(), "job".to_string()]);
+    header.extend(plan.metrics.iter().cloned());
+    header.push("error".into());
+    out.write_record(&header)?;
+    for r in rows {
+        let mut rec: Vec<String> = r.point.iter().map(cell).collect();
+        rec.extend([r.seed.to_string(), r.job.clone()]);
+        rec.extend(
+            r.metrics
+                .iter()
+                .map(|m| m.map_or(String::new(), |x| x.to_string())),
+        );
+        rec.push(r.error.clone().unwrap_or_default());
+        out.write_record(&rec)?;
+    }
+    Ok(String::from_utf8(out.into_inner()?)?)
+}
+
+fn json(plan: &Plan, rows: &[SweepRow]) -> String {
+    let records: Vec<serde_json::Value> = rows
+        .iter()
+        .map(|r| {
+            let mut o = serde_json::Map::new();
+            for ((k, _), v) in plan.vary.iter().zip(&r.point) {
+                let v = serde_json::to_value(v).unwrap_or(serde_json::Value::Null);
+                o.insert(k.clone(), v);
+            }
+            o.insert("seed".into(), r.seed.into());
+            o.insert("job".into(), r.job.clone().into());
+            for (m, x) in plan.metrics.iter().zip(&r.metrics) {
+                o.insert(m.clone(), x.map_or(serde_json::Value::Null, Into::into));
+            }
+            o.insert(
+                "error".into(),
+                r.error.clone().map_or(serde_json::Value::Null, Into::into),
+            );
+            serde_json::Value::Object(o)
+        })
+        .collect();
+    serde_json::to_string_pretty(&records).expect("records serialize") + "\n"
+}
