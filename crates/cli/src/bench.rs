@@ -287,9 +287,14 @@ pub fn run(args: BenchArgs) -> CmdResult {
         };
         let mut rows = Vec::new();
         for &size in &s.sizes {
-            rows.push(
-                run_size(&s.topo, &s.ranks, &bench, size).map_err(|e| input(anyhow!("{e}")))?,
-            );
+            rows.push(run_size(&s.topo, &s.ranks, &bench, size).map_err(|e| {
+                // Name what was taken down: it is what cut the ranks off.
+                if args.down.is_empty() {
+                    input(anyhow!("{e}"))
+                } else {
+                    input(anyhow!("{e} (down: {})", args.down.join(", ")))
+                }
+            })?);
         }
         results.push((routing, rows));
     }

@@ -467,3 +467,37 @@ fn a_route_from_a_gpu_to_itself_ends() {
     );
     assert_eq!(path(&router.route(&state, &key).unwrap()), all_up);
 }
+
+#[test]
+fn a_dual_port_nic_with_a_port_down_sends_everything_on_the_other() {
+    // HPN's dual-ToR host: each NIC's two ports go to two ToRs. Connections hash over both; with
+    // one port's cable down, every connection leaves on the other.
+    let topo = build("hpn", &[("segments", "2"), ("hosts_per_segment", "4")]);
+    let (src, dst) = (id(&topo, "host0/gpu0"), id(&topo, "host5/gpu0"));
+    let nic = id(&topo, "host0/nic0");
+    let first_switch = |state: &LinkState| {
+        let mut router = Router::new(&topo, Policy::Ecmp, HashConfig::default());
+        let mut tors = std::collections::BTreeSet::new();
+        for seed in 0..64u64 {
+            let route = router
+                .route(state, &FlowKey::connection(src, dst, 0, seed))
+                .unwrap();
+            let hop = path(&route)
+                .into_iter()
+                .find(|&l| topo.link(l).src == nic)
+                .unwrap();
+            tors.insert(topo.node_name(topo.link(hop).dst).to_string());
+        }
+        tors
+    };
+    let up = LinkState::new(&topo);
+    assert_eq!(first_switch(&up).len(), 2, "both ports carry connections");
+    let mut state = LinkState::new(&topo);
+    for l in fabricsim_routing::cables_named(&topo, "host0/nic0--seg0/rail0/tor0").unwrap() {
+        state.set_cable(l, LinkCondition::Down);
+    }
+    assert_eq!(
+        first_switch(&state).into_iter().collect::<Vec<_>>(),
+        ["seg0/rail0/tor1"]
+    );
+}
