@@ -140,8 +140,11 @@ fn solve(args: SolveArgs) -> CmdResult {
         },
         ..SolveOptions::default()
     };
+    let bar = crate::progress::bar(solvers.len() as u64, "solvers");
     for solver in solvers {
+        bar.set_message(format!("solving {}", Routing::Te(solver).name()));
         let sol = fabricsim_te::solve(&inst, solver, &opts).map_err(|e| input(anyhow!("{e}")))?;
+        bar.inc(1);
         let load = inst.loads(&sol.paths);
         placed.push(Placed {
             routing: Routing::Te(solver).name(),
@@ -150,6 +153,7 @@ fn solve(args: SolveArgs) -> CmdResult {
             solution: Some(sol),
         });
     }
+    bar.finish_and_clear();
     let text = if args.json {
         json(&args, &topo, &inst, &source, &placed).map_err(other)?
     } else {
