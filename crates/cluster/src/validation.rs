@@ -123,6 +123,14 @@ pub struct Row {
 
 /// Every measurement of the `*.toml` files in `dir` (in file-name order), evaluated.
 pub fn validate(dir: &Path) -> Result<Vec<Row>, ValidationError> {
+    validate_with(dir, &|| {})
+}
+
+/// [`validate`], calling `progress` after each measurement.
+pub fn validate_with(
+    dir: &Path,
+    progress: crate::whatif::Progress<'_>,
+) -> Result<Vec<Row>, ValidationError> {
     let top = |message: String| ValidationError {
         file: dir.display().to_string(),
         index: 0,
@@ -172,6 +180,7 @@ pub fn validate(dir: &Path) -> Result<Vec<Row>, ValidationError> {
                     ))
                 }
             };
+            progress();
             rows.push(Row::new(m, value).map_err(|e| ValidationError {
                 file: name.clone(),
                 index: i + 1,
