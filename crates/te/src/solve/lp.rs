@@ -117,33 +117,24 @@ impl Model {
         // Rows: the equalities, then the inequalities, then -x ≤ 0.
         let (eq, le): (Vec<&Row>, Vec<&Row>) = self.rows.iter().partition(|r| r.equal);
         let m = eq.len() + le.len() + n;
-        let mut triplets: Vec<(usize, usize, f64)> = Vec::new();
+        let (mut rows, mut cols, mut vals) = (Vec::new(), Vec::new(), Vec::new());
         let mut b = Vec::with_capacity(m);
         for (i, row) in eq.iter().chain(le.iter()).enumerate() {
-            triplets.extend(row.terms.iter().map(|&(v, a)| (i, v, a)));
+            for &(v, a) in &row.terms {
+                rows.push(i);
+                cols.push(v);
+                vals.push(a);
+            }
             b.push(row.rhs);
         }
         for v in 0..n {
-            triplets.push((eq.len() + le.len() + v, v, -1.0));
+            rows.push(eq.len() + le.len() + v);
+            cols.push(v);
+            vals.push(-1.0);
             b.push(0.0);
         }
-        // Compressed columns, rows in order within each column (terms of a row may repeat a
-        // variable: summed).
-        triplets.sort_by_key(|&(i, j, _)| (j, i));
-        let (mut colptr, mut rowval, mut nzval) = (vec![0usize; n + 1], Vec::new(), Vec::new());
-        for (i, j, a) in triplets {
-            if rowval.len() > colptr[j] && rowval.last() == Some(&i) && colptr[j + 1] == 0 {
-                *nzval.last_mut().expect("a value per row index") += a;
-                continue;
-            }
-            rowval.push(i);
-            nzval.push(a);
-            colptr[j + 1] = rowval.len();
-        }
-        for j in 1..=n {
-            colptr[j] = colptr[j].max(colptr[j - 1]);
-        }
-        let a = CscMatrix::new(m, n, colptr, rowval, nzval);
+        // Clarabel sorts the triplets and adds repeated ones.
+        let a = CscMatrix::new_from_triplets(m, n, rows, cols, vals);
         let p = CscMatrix::zeros((n, n));
         let cones = [ZeroConeT(eq.len()), NonnegativeConeT(le.len() + n)];
         let settings = DefaultSettings {
