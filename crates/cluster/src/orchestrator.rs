@@ -491,7 +491,7 @@ impl<'t> Orchestrator<'t> {
                             bytes,
                             members: Vec::new(),
                             start: 0,
-                            algorithm: "-".to_string(),
+                            algorithm: None,
                             exec: None,
                             wake: u64::MAX,
                         };
@@ -708,7 +708,7 @@ impl<'t> Orchestrator<'t> {
                 c
             }
         };
-        self.instances[i as usize].algorithm = format!("{}/{}", algorithm.name(), protocol.name());
+        self.instances[i as usize].algorithm = Some((algorithm.name(), protocol.name()));
         if let Some(ns) = closed_ns {
             self.heap.push(Event::new(t + ns, COLL_DONE, 0, i));
             return Ok(());
@@ -752,7 +752,7 @@ impl<'t> Orchestrator<'t> {
         let (j, g) = (inst.job, inst.group);
         let members = std::mem::take(&mut inst.members);
         let (op, bytes, start) = (inst.op, inst.bytes, inst.start);
-        let algorithm = std::mem::take(&mut inst.algorithm);
+        let algorithm = inst.algorithm;
         let job = &mut self.jobs[j as usize];
         let group = &job.spec.workload.groups[g as usize];
         let key = CollectiveKey::new(op, &group.name, group.ranks.len(), algorithm);

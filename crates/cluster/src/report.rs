@@ -102,7 +102,9 @@ impl JobReport {
                         op: k.op.name(),
                         scope: k.scope.clone(),
                         ranks: k.ranks,
-                        algorithm: k.algorithm.clone(),
+                        algorithm: k
+                            .algorithm
+                            .map_or("-".to_string(), |(a, p)| format!("{a}/{p}")),
                         count: t.count,
                         bytes: t.bytes,
                         time_ms: time * 1e-6,

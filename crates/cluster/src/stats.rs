@@ -82,17 +82,22 @@ pub struct Slice {
 
 /// Collectives are reported by operation and communicator kind (the group name without its
 /// trailing number: `tp`, `dp`, `world`), size, and the algorithm and protocol that ran them
-/// (`ring/Simple`; `-` for a group of one rank, which moves nothing).
+/// (`None` for a group of one rank, which moves nothing).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct CollectiveKey {
     pub op: Collective,
     pub scope: String,
     pub ranks: usize,
-    pub algorithm: String,
+    pub algorithm: Option<(&'static str, &'static str)>,
 }
 
 impl CollectiveKey {
-    pub fn new(op: Collective, group: &str, ranks: usize, algorithm: String) -> CollectiveKey {
+    pub fn new(
+        op: Collective,
+        group: &str,
+        ranks: usize,
+        algorithm: Option<(&'static str, &'static str)>,
+    ) -> CollectiveKey {
         let scope = group.trim_end_matches(|c: char| c.is_ascii_digit());
         CollectiveKey {
             op,

@@ -362,7 +362,11 @@ impl FlowEngine {
     fn entry_on(&self, g: u32, l: u32, at: u32) -> Option<usize> {
         let s = self.cohorts[g as usize].links;
         let is = |j: usize| self.incidence.ids[j] == l && self.incidence.pos[j] == at;
-        match self.long_paths.get(&g) {
+        // Only long paths have a sorted copy: a short one is scanned without a map lookup.
+        match (s.len as usize > LONG_PATH)
+            .then(|| self.long_paths.get(&g))
+            .flatten()
+        {
             None => (s.ids..s.ids + s.len as usize).find(|&j| is(j)),
             Some(sorted) => {
                 let from = sorted.partition_point(|&(m, _)| m < l);

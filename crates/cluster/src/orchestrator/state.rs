@@ -133,8 +133,8 @@ pub(super) struct Instance {
     /// (rank, op, arrival time)
     pub(super) members: Vec<(u32, u32, u64)>,
     pub(super) start: u64,
-    /// What runs it, `ALGO/PROTO`, once started (`-` for one rank).
-    pub(super) algorithm: String,
+    /// What runs it, (algorithm, protocol) names, once started (`None` for one rank).
+    pub(super) algorithm: Option<(&'static str, &'static str)>,
     pub(super) exec: Option<Execution>,
     /// The time an own event of the execution is scheduled at (to avoid duplicates).
     pub(super) wake: u64,
