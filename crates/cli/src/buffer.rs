@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use anyhow::anyhow;
 use clap::Args;
 use fabricsim_cluster::buffer::{
-    buffer_runs, capacity_buffer_with, BufferError, BufferReport, BufferSpec,
+    buffer_runs, capacity_buffer, BufferError, BufferReport, BufferSpec,
 };
 use fabricsim_cluster::overrides::Override;
 use fabricsim_cluster::scenario::Scenario;
@@ -119,8 +119,8 @@ pub fn run(args: BufferArgs) -> CmdResult {
         };
         let runs = buffer_runs(&topo, routings.len(), &spec).map_err(failure)?;
         let bar = crate::progress::bar(runs, "runs");
-        let report = capacity_buffer_with(&scenario, &topo, &routings, &spec, &|| bar.inc(1))
-            .map_err(failure)?;
+        let report =
+            capacity_buffer(&scenario, &topo, &routings, &spec, &|| bar.inc(1)).map_err(failure)?;
         bar.finish_and_clear();
         reports.push((variant.cloned(), report));
     }

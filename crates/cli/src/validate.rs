@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::anyhow;
 use clap::Args;
-use fabricsim_cluster::validation::{render, validate_with};
+use fabricsim_cluster::validation::{render, validate};
 
 use crate::failure::{input, other, CmdResult};
 use crate::output::write_output;
@@ -28,7 +28,7 @@ pub struct ValidateArgs {
 
 pub fn run(args: ValidateArgs) -> CmdResult {
     let bar = crate::progress::bar(0, "measurements");
-    let rows = validate_with(&args.dir, &|| bar.inc(1)).map_err(|e| input(anyhow!("{e}")))?;
+    let rows = validate(&args.dir, &|| bar.inc(1)).map_err(|e| input(anyhow!("{e}")))?;
     bar.finish_and_clear();
     let table = render(&rows, COMMAND);
     if let Some(path) = &args.check {

@@ -6,9 +6,9 @@ use std::path::PathBuf;
 
 use anyhow::anyhow;
 use clap::Args;
-use fabricsim_cluster::maintenance::{plan_with, MaintenancePlan, PlanError};
+use fabricsim_cluster::maintenance::{plan, MaintenancePlan, PlanError};
 use fabricsim_cluster::scenario::Scenario;
-use fabricsim_cluster::whatif::{read_actions, what_if_with, Action, WhatIfReport};
+use fabricsim_cluster::whatif::{read_actions, what_if, Action, WhatIfReport};
 use fabricsim_topology::Topology;
 
 use crate::failure::{input, other, CmdResult};
@@ -106,8 +106,8 @@ pub fn run(args: WhatIfArgs) -> CmdResult {
     }
     let runs = (actions.len() as u64 + 1) * u64::from(args.seeds.max(1));
     let bar = crate::progress::bar(runs, "runs");
-    let report = what_if_with(&scenario, &topo, &actions, args.seeds, &|| bar.inc(1))
-        .map_err(sim_failure)?;
+    let report =
+        what_if(&scenario, &topo, &actions, args.seeds, &|| bar.inc(1)).map_err(sim_failure)?;
     bar.finish_and_clear();
     let text = if args.json {
         serde_json::to_string_pretty(&report).map_err(other)? + "\n"
@@ -139,7 +139,7 @@ fn run_plan(
         )));
     }
     let bar = crate::progress::bar(0, "runs");
-    let p = plan_with(
+    let p = plan(
         scenario,
         topo,
         actions,

@@ -14,7 +14,7 @@ use fabricsim_topology::{NodeKind, Topology};
 use crate::control::LinkEvent;
 use crate::scenario::Scenario;
 use crate::simulate::SimError;
-use crate::whatif::{what_if_in_order_with, Action, Progress};
+use crate::whatif::{what_if_in_order, Action, Progress};
 
 /// One job at one number of failures, over every draw and seed.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -166,18 +166,9 @@ pub fn buffer_runs(
     Ok(routings as u64 * (max * draws + 1) * seeds)
 }
 
-/// The capacity-buffer curves of `s` under each of `routings` (module docs).
+/// The capacity-buffer curves of `s` under each of `routings` (module docs), calling `progress`
+/// as each of its runs finishes ([`buffer_runs`] in all).
 pub fn capacity_buffer(
-    s: &Scenario,
-    topo: &Topology,
-    routings: &[Routing],
-    spec: &BufferSpec,
-) -> Result<BufferReport, BufferError> {
-    capacity_buffer_with(s, topo, routings, spec, &|| {})
-}
-
-/// [`capacity_buffer`], calling `progress` as each of its runs finishes ([`buffer_runs`] in all).
-pub fn capacity_buffer_with(
     s: &Scenario,
     topo: &Topology,
     routings: &[Routing],
@@ -208,7 +199,7 @@ pub fn capacity_buffer_with(
     for &routing in routings {
         let mut sc = s.clone();
         sc.routing = routing;
-        let report = what_if_in_order_with(&sc, topo, &actions, seeds, progress)?;
+        let report = what_if_in_order(&sc, topo, &actions, seeds, progress)?;
         let jobs: Vec<String> = report.baseline.iter().map(|(j, _)| j.clone()).collect();
         let baseline_ms = report
             .baseline

@@ -16,7 +16,7 @@ use fabricsim_topology::Topology;
 
 use crate::scenario::Scenario;
 use crate::simulate::SimError;
-use crate::whatif::{what_if_in_order_with, Action, Progress};
+use crate::whatif::{what_if_in_order, Action, Progress};
 
 /// One batch of the plan and what it costs.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -68,7 +68,7 @@ fn cost(
     seeds: u32,
     progress: Progress<'_>,
 ) -> Result<Vec<(f64, Option<String>)>, SimError> {
-    let report = what_if_in_order_with(s, topo, batches, seeds, progress)?;
+    let report = what_if_in_order(s, topo, batches, seeds, progress)?;
     Ok(report
         .actions
         .into_iter()
@@ -77,21 +77,9 @@ fn cost(
 }
 
 /// Plans draining every element of `elements` (each an action on one element), `at_once` at a
-/// time, each batch out for `hours` (module docs).
+/// time, each batch out for `hours` (module docs), calling `progress` as each simulation run
+/// finishes (how many the search takes depends on what it finds).
 pub fn plan(
-    s: &Scenario,
-    topo: &Topology,
-    elements: &[Action],
-    at_once: usize,
-    hours: f64,
-    seeds: u32,
-) -> Result<MaintenancePlan, PlanError> {
-    plan_with(s, topo, elements, at_once, hours, seeds, &|| {})
-}
-
-/// [`plan`], calling `progress` as each simulation run finishes (how many the search takes
-/// depends on what it finds: module docs).
-pub fn plan_with(
     s: &Scenario,
     topo: &Topology,
     elements: &[Action],

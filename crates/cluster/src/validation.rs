@@ -121,13 +121,9 @@ pub struct Row {
     pub within: bool,
 }
 
-/// Every measurement of the `*.toml` files in `dir` (in file-name order), evaluated.
-pub fn validate(dir: &Path) -> Result<Vec<Row>, ValidationError> {
-    validate_with(dir, &|| {})
-}
-
-/// [`validate`], calling `progress` after each measurement.
-pub fn validate_with(
+/// Every measurement of the `*.toml` files in `dir` (in file-name order), evaluated; `progress`
+/// is called after each.
+pub fn validate(
     dir: &Path,
     progress: crate::whatif::Progress<'_>,
 ) -> Result<Vec<Row>, ValidationError> {

@@ -195,40 +195,21 @@ fn seeded(s: &Scenario, k: u32) -> Scenario {
     s
 }
 
-/// Runs the baseline and every action over `seeds` seeds; the actions ranked, cheapest first
-/// (ties, and failures, infinitely costly, in the order given).
-pub fn what_if(
-    s: &Scenario,
-    topo: &Topology,
-    actions: &[Action],
-    seeds: u32,
-) -> Result<WhatIfReport, SimError> {
-    what_if_with(s, topo, actions, seeds, &|| {})
-}
-
-/// Called once per simulation run as it finishes (from the worker threads), for a progress bar.
+/// Called once per simulation run as it finishes (from the worker threads), for a progress bar;
+/// `&|| {}` for none.
 pub type Progress<'a> = &'a (dyn Fn() + Sync);
 
-/// [`what_if`] with the actions' costs in the order the actions were given, for callers that
-/// pair them with their actions.
-pub fn what_if_in_order(
-    s: &Scenario,
-    topo: &Topology,
-    actions: &[Action],
-    seeds: u32,
-) -> Result<WhatIfReport, SimError> {
-    what_if_in_order_with(s, topo, actions, seeds, &|| {})
-}
-
-/// [`what_if`], calling `progress` as each of its `(actions + 1) × seeds` runs finishes.
-pub fn what_if_with(
+/// Runs the baseline and every action over `seeds` seeds, calling `progress` as each of the
+/// `(actions + 1) × seeds` runs finishes; the actions ranked, cheapest first (ties, and
+/// failures, infinitely costly, in the order given).
+pub fn what_if(
     s: &Scenario,
     topo: &Topology,
     actions: &[Action],
     seeds: u32,
     progress: Progress<'_>,
 ) -> Result<WhatIfReport, SimError> {
-    let mut report = what_if_in_order_with(s, topo, actions, seeds, progress)?;
+    let mut report = what_if_in_order(s, topo, actions, seeds, progress)?;
     report.actions.sort_by(|a, b| {
         a.gpu_hours_lost_per_day
             .total_cmp(&b.gpu_hours_lost_per_day)
@@ -236,8 +217,9 @@ pub fn what_if_with(
     Ok(report)
 }
 
-/// [`what_if_in_order`], calling `progress` as each run finishes.
-pub fn what_if_in_order_with(
+/// [`what_if`] with the actions' costs in the order the actions were given, for callers that
+/// pair them with their actions.
+pub fn what_if_in_order(
     s: &Scenario,
     topo: &Topology,
     actions: &[Action],

@@ -56,7 +56,7 @@ fn an_action_no_job_feels_costs_exactly_nothing() {
     // Random placement over 16 hosts leaves some rack's hosts free in some seeds but not all:
     // a derate to the full rate changes no capacity, whatever the placement.
     let actions = [Action::new("derate", "zone0/ctsw0", Some(400.0))];
-    let r = what_if(&s, &topo, &actions, 4).unwrap();
+    let r = what_if(&s, &topo, &actions, 4, &|| {}).unwrap();
     for job in &r.actions[0].jobs {
         assert!(job.change.iter().all(|&c| c == 0.0), "{job:?}");
         assert_eq!(job.gpu_hours_lost_per_day, 0.0);
@@ -79,7 +79,7 @@ fn a_drain_of_a_rack_no_job_uses_costs_exactly_nothing() {
     let s = Scenario::parse(text, Path::new("whatif-test.toml")).unwrap();
     let topo = s.fabric.load().unwrap();
     let actions = [Action::new("drain", "zone0/rack7/rtsw", None)];
-    let r = what_if(&s, &topo, &actions, 3).unwrap();
+    let r = what_if(&s, &topo, &actions, 3, &|| {}).unwrap();
     let job = &r.actions[0].jobs[0];
     assert!(job.change.iter().all(|&c| c == 0.0), "{job:?}");
 }
@@ -97,7 +97,7 @@ fn the_report_is_the_same_for_one_and_two_threads() {
             .num_threads(threads)
             .build()
             .unwrap()
-            .install(|| what_if(&s, &topo, &actions, 3).unwrap())
+            .install(|| what_if(&s, &topo, &actions, 3, &|| {}).unwrap())
     };
     let (one, two) = (run(1), run(2));
     assert_eq!(
@@ -114,7 +114,7 @@ fn a_job_cut_off_by_the_action_is_named_and_the_others_costed() {
     let s = scenario();
     let topo = s.fabric.load().unwrap();
     let actions = [Action::new("drain", "zone0/rack0/rtsw", None)];
-    let r = what_if(&s, &topo, &actions, 1).unwrap();
+    let r = what_if(&s, &topo, &actions, 1, &|| {}).unwrap();
     let e = r.actions[0]
         .error
         .as_deref()
@@ -159,7 +159,7 @@ fn a_maintenance_plan_takes_each_element_once_and_costs_no_more_than_the_order_g
         .iter()
         .map(|n| Action::new("drain", n, None))
         .collect();
-    let p = plan(&s, &topo, &elements, 2, 4.0, 2).unwrap();
+    let p = plan(&s, &topo, &elements, 2, 4.0, 2, &|| {}).unwrap();
     let mut taken: Vec<&str> = p
         .batches
         .iter()
@@ -195,7 +195,7 @@ fn a_maintenance_plan_refuses_an_element_that_cuts_a_job_off() {
         Action::new("drain", "zone0/ctsw0", None),
         Action::new("drain", "zone0/rack0/rtsw", None),
     ];
-    match plan(&s, &topo, &elements, 1, 1.0, 1) {
+    match plan(&s, &topo, &elements, 1, 1.0, 1, &|| {}) {
         Err(PlanError::CutsOff { element, why }) => {
             assert_eq!(element, "drain zone0/rack0/rtsw");
             assert!(why.contains("cut off by zone0/rack0/rtsw"), "{why}");
@@ -220,7 +220,7 @@ fn the_capacity_curve_rises_with_failures_and_spares_a_job_they_miss() {
         seeds: 8,
         slowdown: 0.05,
     };
-    let r = capacity_buffer(&s, &topo, &[s.routing], &spec).unwrap();
+    let r = capacity_buffer(&s, &topo, &[s.routing], &spec, &|| {}).unwrap();
     let curve = &r.curves[0];
     let median = |job: usize| -> Vec<f64> {
         curve
@@ -301,7 +301,14 @@ fn a_pinned_cable_drain_costs_what_a_hand_computation_says() {
     );
     let s = Scenario::parse(&text, &dir.path().join("s.toml")).unwrap();
     let topo = s.fabric.load().unwrap();
-    let r = what_if(&s, &topo, &[Action::new("drain", "leaf0--spine1", None)], 1).unwrap();
+    let r = what_if(
+        &s,
+        &topo,
+        &[Action::new("drain", "leaf0--spine1", None)],
+        1,
+        &|| {},
+    )
+    .unwrap();
     // Alone on its path, each send runs at the NIC's 400 Gbit/s less RoCEv2 framing
     // (4,096-byte payloads in 4,178-byte frames): 1 GiB takes 21.91 ms.
     let alone_ms = BYTES as f64 * 8.0 / (400e9 * 4096.0 / 4178.0) * 1e3;
