@@ -20,8 +20,11 @@ pub struct ServeArgs {
     #[arg(long, default_value = "127.0.0.1:8080")]
     listen: String,
     /// SQLite database holding the controller's state (created if absent).
+    #[arg(long, required_unless_present = "openapi")]
+    db: Option<PathBuf>,
+    /// Print the API's OpenAPI document (YAML, generated from the server's code) and exit.
     #[arg(long)]
-    db: PathBuf,
+    openapi: bool,
     /// Bearer token that POST, PUT and DELETE requests must carry. Prefer $FABRICSIM_TOKEN or
     /// --token-file: a token on the command line shows in the process list.
     #[arg(long)]
@@ -64,6 +67,13 @@ fn timeout(flag: &str, text: &str) -> Result<std::time::Duration, crate::failure
 }
 
 pub fn run(args: ServeArgs) -> CmdResult {
+    let db = match args.db {
+        Some(db) if !args.openapi => db,
+        _ => {
+            print!("{}", fabricsim_controller::api::doc::yaml());
+            return Ok(());
+        }
+    };
     let token = match (args.token, &args.token_file) {
         (Some(t), _) => t,
         (None, Some(path)) => {
@@ -113,7 +123,7 @@ pub fn run(args: ServeArgs) -> CmdResult {
         .try_init();
     run_server(Config {
         listen: args.listen,
-        db: args.db,
+        db,
         token,
         solver,
         max_body: args.max_body,

@@ -1,16 +1,20 @@
-//! The HTTP JSON API, as a function from a request to a response (the server only moves bytes).
-//! docs/api/openapi.yaml describes every endpoint; the rules common to all:
+//! The HTTP JSON API, as a function from a request to a response (the server only moves bytes):
+//! the dispatch here, one function per endpoint in [`endpoints`], and the OpenAPI document
+//! generated from those functions' annotations in [`doc`] (docs/api/openapi.yaml is its output).
+//! The rules common to all:
 //!
 //! - `GET` is open; `POST`, `PUT` and `DELETE` need `Authorization: Bearer TOKEN` (401 without).
 //! - Bodies are JSON documents with known fields only; a bad one gets 400 naming the field, and
 //!   changes nothing. A body over the size limit gets 413 (checked by the server).
 //! - Errors are `{"error": "..."}` with a 4xx or 5xx status.
 
+pub mod doc;
+pub mod endpoints;
+
 use serde_json::{json, Value};
 
 use crate::controller::Controller;
-use crate::metrics;
-use crate::model::{valid_id, DemandSet, JobSpec};
+use crate::model::valid_id;
 
 pub struct Request<'a> {
     pub method: &'a str,
@@ -119,7 +123,10 @@ pub fn handle(ctl: &Controller, req: &Request<'_>) -> Response {
 }
 
 /// The `key=value` pairs of a query string, split on `&`; every key must be one of `known`.
-fn query_pairs<'q>(query: &'q str, known: &[&str]) -> Result<Vec<(&'q str, &'q str)>, ApiError> {
+pub(crate) fn query_pairs<'q>(
+    query: &'q str,
+    known: &[&str],
+) -> Result<Vec<(&'q str, &'q str)>, ApiError> {
     query
         .split('&')
         .filter(|p| !p.is_empty())
@@ -143,132 +150,41 @@ fn route(
     segments: &[&str],
     query: &str,
 ) -> Result<Response, ApiError> {
-    let ok = |v: Value| Ok(Response::json(200, &v));
+    use endpoints as e;
     match (req.method, segments) {
-        ("GET", ["healthz"]) => ok(healthz(ctl)),
+        ("GET", ["healthz"]) => ok(e::healthz(ctl)),
         ("GET", ["metrics"]) => Ok(Response {
             status: 200,
             content_type: "text/plain; version=0.0.4",
-            body: metrics::render(ctl).into_bytes(),
+            body: e::metrics(ctl).into_bytes(),
         }),
-        ("GET", ["topology"]) => topology(ctl).map(|v| Response::json(200, &v)),
-        ("POST", ["topology"]) => {
-            let (v, name, gpus) = ctl.load_fabric(body(req)?)?;
-            ok(json!({ "state_version": v, "fabric": name, "gpus": gpus }))
-        }
-        ("GET", ["events"]) => ok(ctl.read(|s| {
-            let events: Vec<Value> = s
-                .state
-                .events
-                .iter()
-                .map(|(seq, e)| {
-                    let mut v = serde_json::to_value(e).expect("events serialize");
-                    v["seq"] = json!(seq);
-                    v
-                })
-                .collect();
-            json!({ "events": events })
-        })),
-        ("POST", ["events"]) => {
-            let (seq, v) = ctl.post_event(body(req)?)?;
-            ok(json!({ "seq": seq, "state_version": v }))
-        }
-        ("GET", ["demands"]) => ok(ctl.read(|s| {
-            let sets: Vec<Value> = s
-                .state
-                .demands
-                .iter()
-                .map(|(id, d)| json!({ "id": id, "demands": d.rows.len() }))
-                .collect();
-            json!({ "demand_sets": sets })
-        })),
-        ("GET", ["demands", id]) => ctl.read(|s| match s.state.demands.get(*id) {
-            Some(d) => ok(json!({ "id": id, "spec": d.doc })),
-            None => Err(ApiError::not_found(format!("no demand set `{id}`"))),
+        ("GET", ["openapi.json"]) => Ok(Response {
+            status: 200,
+            content_type: "application/json",
+            body: e::openapi().into_bytes(),
         }),
+        ("GET", ["topology"]) => ok(e::topology(ctl)?),
+        ("POST", ["topology"]) => ok(e::load_topology(ctl, body(req)?)?),
+        ("GET", ["events"]) => ok(e::events(ctl)),
+        ("POST", ["events"]) => ok(e::post_event(ctl, body(req)?)?),
+        ("GET", ["demands"]) => ok(e::demand_sets(ctl)),
+        ("GET", ["demands", id]) => ok(e::demand_set(ctl, id)?),
         ("PUT", ["demands", id]) => {
             check_id(id)?;
-            let (v, n) = ctl.put(id, body::<DemandSet>(req)?)?;
-            ok(json!({ "id": id, "state_version": v, "demands": n }))
+            ok(e::put_demand_set(ctl, id, body(req)?)?)
         }
-        ("DELETE", ["demands", id]) => {
-            let v = ctl.delete::<DemandSet>(id)?;
-            ok(json!({ "id": id, "state_version": v }))
-        }
-        ("GET", ["jobs"]) => ok(ctl.read(|s| {
-            let jobs: Vec<Value> = s
-                .state
-                .jobs
-                .iter()
-                .map(|(id, j)| json!({ "id": id, "gpus": j.doc.gpus.len(), "demands": j.rows.len() }))
-                .collect();
-            json!({ "jobs": jobs })
-        })),
-        ("GET", ["jobs", id]) => ctl.read(|s| match s.state.jobs.get(*id) {
-            Some(j) => ok(json!({ "id": id, "spec": j.doc, "demands": j.rows.len() })),
-            None => Err(ApiError::not_found(format!("no job `{id}`"))),
-        }),
+        ("DELETE", ["demands", id]) => ok(e::delete_demand_set(ctl, id)?),
+        ("GET", ["jobs"]) => ok(e::jobs(ctl)),
+        ("GET", ["jobs", id]) => ok(e::job(ctl, id)?),
         ("PUT", ["jobs", id]) => {
             check_id(id)?;
-            let (v, n) = ctl.put(id, body::<JobSpec>(req)?)?;
-            ok(json!({ "id": id, "state_version": v, "demands": n }))
+            ok(e::put_job(ctl, id, body(req)?)?)
         }
-        ("DELETE", ["jobs", id]) => {
-            let v = ctl.delete::<JobSpec>(id)?;
-            ok(json!({ "id": id, "state_version": v }))
-        }
-        ("GET", ["routes"]) => {
-            let rv = ctl.routes();
-            let switches: Vec<Value> = rv
-                .switches
-                .iter()
-                .map(|t| json!({ "switch": t.switch, "entries": t.entries.len() }))
-                .collect();
-            ok(json!({
-                "version": rv.version,
-                "state_version": rv.state_version,
-                "solver": rv.solver,
-                "demands": rv.demands,
-                "local": rv.local,
-                "unroutable": rv.unroutable,
-                "max_utilization": rv.max_utilization,
-                "solver_max_utilization": rv.solver_max_utilization,
-                "conflicts": rv.conflicts,
-                "switches": switches,
-            }))
-        }
+        ("DELETE", ["jobs", id]) => ok(e::delete_job(ctl, id)?),
+        ("GET", ["routes"]) => ok(e::routes(ctl)),
         // Switch names have slashes (`zone0/rack3/rtsw`): the rest of the path is the name.
-        ("GET", ["routes", name @ ..]) => {
-            let switch = &name.join("/");
-            let rv = ctl.routes();
-            let entries = match rv.switches.iter().find(|t| &t.switch == switch) {
-                Some(t) => json!(t.entries),
-                None if is_switch(ctl, switch) => json!([]),
-                None => return Err(ApiError::not_found(format!("no switch `{switch}`"))),
-            };
-            ok(json!({
-                "version": rv.version,
-                "state_version": rv.state_version,
-                "switch": switch,
-                "entries": entries,
-            }))
-        }
-        ("GET", ["utilization"]) => {
-            let mut top = usize::MAX;
-            for (_, n) in query_pairs(query, &["top"])? {
-                top = n.parse().map_err(|_| {
-                    ApiError::invalid(format!("top: `{n}` is not a count of links"))
-                })?;
-            }
-            let rv = ctl.routes();
-            ok(json!({
-                "version": rv.version,
-                "state_version": rv.state_version,
-                "max_utilization": rv.max_utilization,
-                "tiers": rv.tiers,
-                "links": rv.links.iter().take(top).collect::<Vec<_>>(),
-            }))
-        }
+        ("GET", ["routes", name @ ..]) => ok(e::switch_routes(ctl, &name.join("/"))?),
+        ("GET", ["utilization"]) => ok(e::utilization(ctl, query)?),
         (_, s) if known(s) => Err(ApiError {
             status: 405,
             message: format!("{} is not allowed on {}", req.method, req.url),
@@ -277,12 +193,19 @@ fn route(
     }
 }
 
+/// A 200 with `value` as JSON (objects' keys in alphabetical order).
+fn ok(value: impl serde::Serialize) -> Result<Response, ApiError> {
+    let value = serde_json::to_value(value).expect("responses serialize");
+    Ok(Response::json(200, &value))
+}
+
 /// Whether a path names an endpoint under some method.
 fn known(segments: &[&str]) -> bool {
     matches!(
         segments,
         ["healthz"
             | "metrics"
+            | "openapi.json"
             | "topology"
             | "events"
             | "demands"
@@ -309,43 +232,4 @@ fn check_id(id: &str) -> Result<(), ApiError> {
             "id `{id}`: expected 1 to 64 of A-Z a-z 0-9 . _ -"
         )))
     }
-}
-
-fn is_switch(ctl: &Controller, name: &str) -> bool {
-    ctl.read(|s| {
-        s.state.fabric.as_ref().is_some_and(|f| {
-            f.topo
-                .node_by_name(name)
-                .is_some_and(|n| f.topo.kind(n).is_switch())
-        })
-    })
-}
-
-fn healthz(ctl: &Controller) -> Value {
-    let rv = ctl.routes();
-    ctl.read(|s| {
-        json!({
-            "status": "ok",
-            "state_version": s.state.version,
-            "route_version": rv.version,
-            "routes_current": rv.state_version == s.state.version,
-            "last_error": s.last_error,
-        })
-    })
-}
-
-fn topology(ctl: &Controller) -> Result<Value, ApiError> {
-    ctl.read(|s| {
-        let f = s.state.fabric.as_ref().ok_or_else(ApiError::no_fabric)?;
-        let down = f.topo.link_ids().filter(|&l| !f.links.is_up(l)).count();
-        Ok(json!({
-            "spec": f.spec,
-            "name": f.topo.name(),
-            "gpus": f.topo.gpus().len(),
-            "switches": f.topo.switches().count(),
-            "links": f.topo.link_count(),
-            "links_down": down,
-            "state_version": s.state.version,
-        }))
-    })
 }

@@ -12,6 +12,7 @@ use fabricsim_topology::format::read_json;
 use fabricsim_topology::presets;
 use fabricsim_topology::{LinkId, NodeId, NodeKind, Topology};
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 /// Most demands one set may hold, and most GPUs one job may place.
 pub const MAX_ROWS: usize = 1 << 20;
@@ -22,17 +23,22 @@ const MAX_RATE: f64 = fabricsim_topology::units::MAX_QUANTITY as f64;
 /// A demand row resolved: source GPU, destination GPU, rate in bytes/s.
 pub type Row = (NodeId, NodeId, f64);
 
-/// `POST /topology`: a preset with settings, or a whole topology in fabricsim's JSON format.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// `POST /topology`: a preset with settings, or a whole topology in fabricsim's JSON format;
+/// not both.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FabricSpec {
+    /// A preset, as `fabricsim topo list` names them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(example = "meta-ai-zone")]
     pub preset: Option<String>,
     /// Preset parameters, as `fabricsim topo list` names them; values are strings or numbers.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schema(example = json!({"racks": 8, "uplinks": "1:1"}))]
     pub set: BTreeMap<String, serde_json::Value>,
-    /// A topology document (docs/formats/topology-json.md).
+    /// A topology in fabricsim's JSON format (docs/formats/topology-json.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<Object>)]
     pub topology: Option<serde_json::Value>,
 }
 
@@ -62,7 +68,7 @@ impl FabricSpec {
 }
 
 /// What a link event does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum EventKind {
     Down,
@@ -82,12 +88,14 @@ impl EventKind {
 
 /// `POST /events`: a switch, a NIC or a cable (`A--B`) goes down, comes back up, or runs at a
 /// reduced capacity. Events apply in the order the controller acknowledged them.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LinkEvent {
+    /// A switch or NIC (all its cables), or one cable `A--B`.
+    #[schema(example = "zone0/rack0/rtsw--zone0/ctsw3")]
     pub target: String,
     pub state: EventKind,
-    /// The capacity of each affected link, for `derate` only.
+    /// `derate` only: each affected link's capacity, Gbit/s.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gbps: Option<f64>,
 }
@@ -105,21 +113,26 @@ impl LinkEvent {
 }
 
 /// One demand of a set.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DemandSpec {
-    /// Source GPU (`host3/gpu0`).
+    /// Source GPU.
+    #[schema(example = "host0/gpu0")]
     pub src: String,
     /// Destination GPU.
+    #[schema(example = "host2/gpu0")]
     pub dst: String,
-    /// Rate in Gbit/s.
+    /// Rate in Gbit/s; at most 2^62 bytes per second.
+    #[schema(exclusive_minimum = 0.0, maximum = 36893488147.419106)]
     pub gbps: f64,
 }
 
 /// `PUT /demands/{id}`: explicit GPU-to-GPU rates.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DemandSet {
+    /// The demands, 1 to 2^20 of them.
+    #[schema(min_items = 1, max_items = 1048576)]
     pub demands: Vec<DemandSpec>,
 }
 
@@ -165,19 +178,27 @@ fn default_channels() -> u32 {
 /// `PUT /jobs/{id}`: a job's placement (its ranks' GPUs, rank order) and the collective whose
 /// traffic it puts on the fabric, as `fabricsim bench` would run it. Its demand is that
 /// collective's traffic between hosts, scaled so its busiest GPU sends at line rate.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = Job)]
 pub struct JobSpec {
+    /// The ranks' GPUs, in rank order.
+    #[schema(min_items = 2, max_items = 1048576)]
     pub gpus: Vec<String>,
+    /// The collective, as `fabricsim bench --collective` names it.
     #[serde(default = "default_collective")]
+    #[schema(default = "all-reduce")]
     pub collective: String,
     /// Message size in bytes (it only steers the algorithm the tuner picks).
     #[serde(default = "default_bytes")]
+    #[schema(default = 1073741824)]
     pub bytes: u64,
     /// Algorithm (ring, tree, …); NCCL's tuner picks when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub algo: Option<String>,
+    /// Channels, as NCCL's.
     #[serde(default = "default_channels")]
+    #[schema(default = 16, minimum = 1, maximum = 64)]
     pub channels: u32,
 }
 

@@ -19,18 +19,23 @@ use fabricsim_te::solve::SolveOptions;
 use fabricsim_te::{Instance, InstanceError, Solver};
 use fabricsim_topology::{LinkId, NodeId, Topology};
 use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use crate::state::Snapshot;
 
 /// One next-hop entry of a switch.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Entry {
+    /// The switch's port the traffic arrives on (ports are numbered by the switch's links in
+    /// topology order).
     pub ingress_port: u32,
     /// The node on the other end of the ingress port.
     pub ingress_peer: String,
     /// The destination NIC.
     pub prefix: String,
+    /// The port the traffic leaves on.
     pub egress_port: u32,
+    /// The node on the other end of the egress port.
     pub next_hop: String,
 }
 
@@ -41,20 +46,27 @@ pub struct SwitchTable {
 }
 
 /// A directed link's load under the programmed tables.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct LinkLoad {
     /// `from->to`.
+    #[schema(example = "zone0/rack0/rtsw->zone0/ctsw3")]
     pub link: String,
+    /// Load, Gbit/s.
     pub gbps: f64,
+    /// Capacity under the link state, Gbit/s.
     pub capacity_gbps: f64,
+    /// Load over capacity.
     pub utilization: f64,
 }
 
 /// A demand TE could not place.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct Unroutable {
+    /// Source GPU.
     pub src: String,
+    /// Destination GPU.
     pub dst: String,
+    /// Why it has no route.
     pub reason: String,
 }
 

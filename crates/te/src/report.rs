@@ -13,12 +13,18 @@ use crate::instance::Instance;
 
 /// Utilization of one group of links.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TierUtilization {
     /// `lower->upper` or `upper->lower` by tier name (`nic` for NICs).
+    #[cfg_attr(feature = "openapi", schema(example = "rtsw->ctsw"))]
     pub group: String,
+    /// Links in the group.
     pub links: usize,
+    /// Utilization of the busiest link.
     pub max: f64,
+    /// Mean utilization over the group's links.
     pub mean: f64,
+    /// 99th percentile of the links' utilization.
     pub p99: f64,
 }
 
