@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::anyhow;
 use clap::Args;
 use fabricsim_cluster::control::{TeConfig, Trigger};
-use fabricsim_cluster::orchestrator::{RunError, RunOptions};
+use fabricsim_cluster::orchestrator::{RunError, RunOptions, SymmetryUse};
 use fabricsim_cluster::overrides::Override;
 use fabricsim_cluster::placement::Placement;
 use fabricsim_cluster::scenario::{JobEntry, Scenario, WorkloadSource, DEFAULT};
@@ -41,6 +41,10 @@ pub struct OutputArgs {
     /// Write every link that carried bytes, with its utilization, as CSV (docs/outputs.md).
     #[arg(long, value_name = "FILE")]
     links: Option<PathBuf>,
+    /// Simulate every rank, even where the run is symmetric and one rank per orbit gives the
+    /// same result (docs/commands/run.md#symmetry).
+    #[arg(long)]
+    full_detail: bool,
 }
 
 #[derive(Args)]
@@ -216,6 +220,7 @@ fn execute(scenario: Scenario, name: &str, out: &OutputArgs) -> CmdResult {
     let options = RunOptions {
         trace_ranks,
         progress_every: if tty { 200_000 } else { 0 },
+        full_detail: out.full_detail.then(|| "--full-detail".to_string()),
     };
     let bar = crate::progress::bar(1, "ops");
     let result = simulate(&scenario, &topo, options, |t, done, total| {
@@ -298,8 +303,14 @@ fn render(s: &Scenario, name: &str, topo: &Topology, run: &ScenarioRun) -> Strin
                 .map_or(String::new(), |e| format!(", kept the old table: {e}"))
         );
     }
+    let orbit = match run.output.symmetry {
+        SymmetryUse::Applied { order } => {
+            format!(" (one rank simulated per {order}: the run is symmetric)")
+        }
+        SymmetryUse::Off(_) => String::new(),
+    };
     out += &format!(
-        "# simulated {:.3} ms: {} engine flows, {} events\n",
+        "# simulated {:.3} ms: {} engine flows, {} events{orbit}\n",
         run.output.end.0 as f64 * 1e-6,
         run.output.flows,
         run.output.events
@@ -324,6 +335,10 @@ fn json(s: &Scenario, name: &str, topo: &Topology, run: &ScenarioRun) -> String 
         "simulated_ms": run.output.end.0 as f64 * 1e-6,
         "flows": run.output.flows,
         "events": run.output.events,
+        "symmetry": match &run.output.symmetry {
+            SymmetryUse::Applied { order } => serde_json::json!({ "orbit": order }),
+            SymmetryUse::Off(why) => serde_json::json!({ "orbit": 1, "off": why }),
+        },
         "jobs": run.reports,
         "link_events": run.output.link_events,
         "te_recomputes": run.output.te,

@@ -27,6 +27,7 @@ pub mod scenario;
 pub mod simulate;
 pub mod stats;
 pub mod sweep;
+pub mod symmetry;
 pub mod trace;
 pub mod validation;
 pub mod whatif;

@@ -21,13 +21,13 @@
 //! arrive, a receive without a send — stops the run with a diagnosis.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BinaryHeap;
 use std::sync::Arc;
 
 use fabricsim_collectives::hardware::link_efficiency;
 use fabricsim_collectives::{plan, ExecError, Execution, Ranks, Request, Transport};
 use fabricsim_collectives::{Generation, Platform};
-use fabricsim_netsim::{Engine, FlowEngine, FlowId, Network, NetworkError};
+use fabricsim_netsim::{Engine, FlowEngine, FlowId, Fold, Network, NetworkError};
 use fabricsim_routing::key::mix;
 use fabricsim_routing::FlowKey;
 use fabricsim_topology::{Nanos, Topology};
@@ -35,8 +35,8 @@ use fabricsim_workload::OpKind;
 
 use crate::control::{LinkEvent, Recompute, ResolvedEvent, TeController, Trigger};
 use crate::job::JobSpec;
-use crate::p2p::P2p;
 use crate::stats::{CollectiveKey, CommScope, JobStats, Lane, Slice};
+pub use crate::symmetry::SymmetryUse;
 
 mod diagnose;
 mod state;
@@ -83,6 +83,8 @@ pub struct RunOutput {
     pub events: u64,
     /// Link events applied before the end.
     pub link_events: Vec<LinkEvent>,
+    /// Whether each simulated rank stood for an orbit of ranks, and if not, why not.
+    pub symmetry: SymmetryUse,
     /// The TE controller's computations, with routing `te`.
     pub te: Vec<Recompute>,
     /// Per group of links (one direction between two tiers: `rtsw->ctsw`, `nic->rtsw`), the
@@ -100,6 +102,9 @@ pub struct RunOptions {
     pub trace_ranks: u32,
     /// Called with (simulated ns, ops done, ops in all) now and then, for a progress bar.
     pub progress_every: u64,
+    /// Simulate every rank, even where one representative per orbit would give the same
+    /// result ([`crate::symmetry`]), and why (`--full-detail`, link events during the run).
+    pub full_detail: Option<String>,
 }
 
 pub struct Orchestrator<'t> {
@@ -124,6 +129,7 @@ pub struct Orchestrator<'t> {
     link_events: Vec<ResolvedEvent>,
     applied: usize,
     te: Option<TeController>,
+    symmetry: SymmetryUse,
 }
 
 impl<'t> Orchestrator<'t> {
@@ -135,72 +141,49 @@ impl<'t> Orchestrator<'t> {
         let gpu = jobs.first().map_or(Generation::H100, JobSpec::generation);
         net.set_link_efficiency(link_efficiency(net.topology(), gpu));
         let topo = net.topology();
-        let jobs = jobs
-            .into_iter()
-            .map(|spec| {
-                let w = &spec.workload;
-                let index: Vec<ProgramIndex> = w
-                    .programs
-                    .iter()
-                    .map(|p| ProgramIndex::new(p, &spec.compute))
-                    .collect();
-                // Ranks per program, each rank's place among them, then where each program's
-                // block of counters starts.
-                let mut sharing = vec![0usize; w.programs.len()];
-                let mut counters: Vec<(usize, usize)> = w
-                    .ranks
-                    .iter()
-                    .map(|b| {
-                        let local = sharing[b.program as usize];
-                        sharing[b.program as usize] += 1;
-                        (local, 0)
-                    })
-                    .collect();
-                let mut start = Vec::with_capacity(w.programs.len());
-                let mut total = 0usize;
-                for (p, prog) in w.programs.iter().enumerate() {
-                    start.push(total);
-                    total += prog.len() * sharing[p];
-                }
-                let mut remaining = vec![0u32; total];
-                for (r, b) in w.ranks.iter().enumerate() {
-                    let p = b.program as usize;
-                    let (offset, stride) = (start[p] + counters[r].0, sharing[p]);
-                    counters[r] = (offset, stride);
-                    let prog = &w.programs[p];
-                    for i in 0..prog.len() {
-                        remaining[offset + i * stride] = prog.deps(i as u32).len() as u32;
+        let found = if let Some(why) = &options.full_detail {
+            Err(why.clone())
+        } else if options.trace_ranks > 0 {
+            Err("a trace records every rank".to_string())
+        } else if !net.routing_is_symmetric() {
+            Err(format!(
+                "routing `{}` tells a server's GPUs apart (it hashes addresses or looks GPUs up)",
+                net.routing_name()
+            ))
+        } else {
+            let capacity: Vec<u64> = topo
+                .link_ids()
+                .map(|l| {
+                    let up = net.link_state().is_up(l);
+                    if up {
+                        net.link_state().capacity(topo, l).0
+                    } else {
+                        0
                     }
-                }
-                let total = total as u64;
-                let groups = spec
-                    .workload
-                    .groups
-                    .iter()
-                    .map(|_| GroupState {
-                        next: 0,
-                        busy: false,
-                        pending: BTreeMap::new(),
-                        ranks: None,
-                        memo: Vec::new(),
-                    })
+                })
+                .collect();
+            crate::symmetry::detect(topo, &capacity, &jobs)
+        };
+        let (jobs, symmetry) = match found {
+            Ok(sym) => {
+                let order = sym.rotation.order;
+                let (first, size) = sym.rotation.link_orbits();
+                net.set_fold(Fold::new(first, &size, order));
+                let jobs = jobs
+                    .into_iter()
+                    .zip(&sym.jobs)
+                    .map(|(spec, o)| JobState::new(spec, options.trace_ranks, Some((o, order))))
                     .collect();
-                let n = spec.workload.ranks.len();
-                let stats = JobStats::new(&spec, options.trace_ranks);
-                JobState {
-                    index,
-                    counters,
-                    remaining,
-                    ranks: (0..n).map(|_| RankState::default()).collect(),
-                    groups,
-                    done: 0,
-                    total,
-                    stats,
-                    p2p: P2p::new(&spec.workload),
-                    spec,
-                }
-            })
-            .collect();
+                (jobs, SymmetryUse::Applied { order })
+            }
+            Err(why) => {
+                let jobs = jobs
+                    .into_iter()
+                    .map(|spec| JobState::new(spec, options.trace_ranks, None))
+                    .collect();
+                (jobs, SymmetryUse::Off(why))
+            }
+        };
         Orchestrator {
             net,
             topo,
@@ -219,6 +202,7 @@ impl<'t> Orchestrator<'t> {
             link_events: Vec::new(),
             applied: 0,
             te: None,
+            symmetry,
         }
     }
 
@@ -271,7 +255,7 @@ impl<'t> Orchestrator<'t> {
     pub fn run(mut self, mut progress: impl FnMut(u64, u64, u64)) -> Result<RunOutput, RunError> {
         for j in 0..self.jobs.len() as u32 {
             let job = &self.jobs[j as usize];
-            for r in 0..job.ranks.len() as u32 {
+            for r in (0..job.ranks.len() as u32).filter(|&r| job.active[r as usize]) {
                 let p = job.spec.workload.program_of(r);
                 for i in 0..p.len() as u32 {
                     if p.deps(i).is_empty() {
@@ -334,11 +318,14 @@ impl<'t> Orchestrator<'t> {
             }
         }
         for job in &mut self.jobs {
-            job.stats.compute_ns = job.ranks.iter().map(|r| r.compute_ns).sum();
+            // Each simulated rank stands for `order` ranks.
+            let order = u64::from(job.order);
+            job.stats.compute_ns = order * job.ranks.iter().map(|r| r.compute_ns).sum::<u64>();
             for (i, slot) in job.stats.exposed_by_scope.iter_mut().enumerate() {
-                *slot = job.ranks.iter().map(|r| r.exposed_ns[i]).sum();
+                *slot = order * job.ranks.iter().map(|r| r.exposed_ns[i]).sum::<u64>();
             }
             job.stats.exposed_comm_ns = job.stats.exposed_by_scope.iter().sum();
+            job.stats.hardware_flops *= order as f64;
         }
         if let Some(j) = self.jobs.iter().position(|job| job.done < job.total) {
             let job = &self.jobs[j];
@@ -364,7 +351,7 @@ impl<'t> Orchestrator<'t> {
             .unwrap_or(0);
         let (tiers, links) = {
             let topo = self.topo;
-            let stats = self.net.engine().link_stats();
+            let stats = self.net.link_stats();
             let span = (stats.elapsed.0 as f64 * 1e-9).max(1e-12);
             let util: Vec<f64> = topo
                 .links()
@@ -392,6 +379,7 @@ impl<'t> Orchestrator<'t> {
             te: self.te.map(|te| te.log).unwrap_or_default(),
             tiers,
             links,
+            symmetry: self.symmetry,
         })
     }
 
@@ -638,7 +626,7 @@ impl<'t> Orchestrator<'t> {
         let Some(&i) = gs.pending.get(&gs.next) else {
             return Ok(());
         };
-        let size = job.spec.workload.groups[g as usize].ranks.len();
+        let size = job.members[g as usize] as usize;
         if self.instances[i as usize].members.len() < size {
             return Ok(());
         }
@@ -756,7 +744,8 @@ impl<'t> Orchestrator<'t> {
         let job = &mut self.jobs[j as usize];
         let group = &job.spec.workload.groups[g as usize];
         let key = CollectiveKey::new(op, &group.name, group.ranks.len(), algorithm);
-        job.stats.collective(key, bytes, t - start);
+        job.stats
+            .collective(key, bytes, t - start, job.weight[g as usize]);
         for &(r, op_index, arrived) in &members {
             job.comm_ended(r, op_index, arrived, t);
         }

@@ -148,6 +148,10 @@ pub fn simulate(
         Router::new(topo, policy, s.hash),
         FlowEngine::new(topo),
     );
+    let mut options = options;
+    if options.full_detail.is_none() && (!events.is_empty() || te.is_some()) {
+        options.full_detail = Some("the fabric changes during the run".into());
+    }
     let output = Orchestrator::new(net, jobs, options)
         .with_fabric_control(events, te)
         .run(progress)?;

@@ -176,16 +176,19 @@ impl JobStats {
         }
     }
 
-    pub fn collective(&mut self, key: CollectiveKey, bytes: u64, time_ns: u64) {
-        let t = self.collectives.entry(key).or_default();
-        t.count += 1;
-        t.bytes += bytes;
-        t.time_ns += time_ns;
+    /// `times` alike collectives (one simulated for an orbit of groups) of `bytes` each.
+    pub fn collective(&mut self, key: CollectiveKey, bytes: u64, time_ns: u64, times: u32) {
+        let (n, t) = (u64::from(times), self.collectives.entry(key).or_default());
+        t.count += n;
+        t.bytes += n * bytes;
+        t.time_ns += n * time_ns;
     }
 
-    pub fn transfer(&mut self, bytes: u64, time_ns: u64) {
-        self.transfers.count += 1;
-        self.transfers.bytes += bytes;
-        self.transfers.time_ns += time_ns;
+    /// `times` alike transfers (one simulated for an orbit of them) of `bytes` each.
+    pub fn transfer(&mut self, bytes: u64, time_ns: u64, times: u32) {
+        let n = u64::from(times);
+        self.transfers.count += n;
+        self.transfers.bytes += n * bytes;
+        self.transfers.time_ns += n * time_ns;
     }
 }

@@ -25,4 +25,4 @@ pub mod network;
 pub use analytical::AnalyticalEngine;
 pub use engine::{Completion, Engine, FlowId, FlowSpec, LinkStats, LinkUse};
 pub use flow_engine::FlowEngine;
-pub use network::{Leg, Network, NetworkError, Strand};
+pub use network::{Fold, Leg, Network, NetworkError, Strand};

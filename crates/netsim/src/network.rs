@@ -14,9 +14,9 @@
 use std::collections::HashMap;
 
 use fabricsim_routing::{FlowKey, LinkCondition, LinkState, RouteError, Router, RoutingPolicy};
-use fabricsim_topology::{Bandwidth, LinkId, Nanos, Topology};
+use fabricsim_topology::{Bandwidth, LinkId, Nanos, NodeId, Topology};
 
-use crate::engine::{Completion, Engine, FlowId, FlowSpec};
+use crate::engine::{Completion, Engine, FlowId, FlowSpec, LinkStats};
 
 /// A part of a strand: the route of a flow key under the policy, or one fixed link.
 #[derive(Clone, Debug, PartialEq)]
@@ -57,6 +57,55 @@ pub struct Network<'t, E: Engine> {
     scratch: Vec<(LinkId, f64)>,
     /// Per link, the payload fraction of its capacity its transport delivers (empty: all 1).
     efficiency: Vec<f64>,
+    /// Where flows are orbit representatives (see [`Fold`]).
+    fold: Option<Fold>,
+}
+
+/// Flows that stand for their orbits under a fabric automorphism: each flow submitted is one of
+/// `orbit` alike flows (its images), and the engine sees every link orbit as its first link,
+/// carrying `orbit / size` times the flow's share — the load the whole orbit of flows puts on
+/// each link of the link orbit (they all carry the same, by symmetry). Max-min rates of the
+/// representatives are then those of the full problem. Link figures are given back per link,
+/// each link of an orbit with its first link's.
+#[derive(Clone, Debug)]
+pub struct Fold {
+    first: Vec<LinkId>,
+    factor: Vec<f64>,
+}
+
+impl Fold {
+    /// From each link's orbit (its first link and the orbit's size) and the flows' orbit size.
+    pub fn new(first: Vec<LinkId>, size: &[u32], orbit: u32) -> Fold {
+        let factor = size
+            .iter()
+            .map(|&s| f64::from(orbit) / f64::from(s))
+            .collect();
+        Fold { first, factor }
+    }
+
+    /// Maps `links[start..]` onto first links with their factors, merging links of one orbit.
+    fn apply(&self, links: &mut Vec<(LinkId, f64)>, start: usize) {
+        for (l, w) in &mut links[start..] {
+            *w *= self.factor[l.index()];
+            *l = self.first[l.index()];
+        }
+        links[start..].sort_unstable_by_key(|&(l, _)| l);
+        let mut kept = start;
+        for i in start..links.len() {
+            if kept > start && links[kept - 1].0 == links[i].0 {
+                links[kept - 1].1 += links[i].1;
+            } else {
+                links[kept] = links[i];
+                kept += 1;
+            }
+        }
+        links.truncate(kept);
+    }
+
+    /// `l` and its factor.
+    fn link(&self, l: LinkId) -> (LinkId, f64) {
+        (self.first[l.index()], self.factor[l.index()])
+    }
 }
 
 /// Routes by flow key, valid for one version of the link state: a routing policy is a function
@@ -68,10 +117,21 @@ pub struct Network<'t, E: Engine> {
 /// order of anything. A dense cache at the source of the repetition (per communicator and per
 /// send/receive pair, in the orchestrator) would remove it; that needs a way to submit a flow
 /// on links already routed.
+/// A route as the engine takes it: weighted links and the latency.
+type Routed = (Vec<(LinkId, f64)>, Nanos);
+
 struct RouteMemo {
     version: u64,
-    routes: HashMap<FlowKey, (Vec<(LinkId, f64)>, Nanos)>,
+    routes: HashMap<FlowKey, Routed>,
+    /// Spreads of a policy that ignores the key, by (source, destination), while they hold
+    /// fewer than [`SPREAD_MEMO_LINKS`] links in all: a spread crosses hundreds of links, so
+    /// only the pairs a job uses again and again (its pipeline and ring neighbours) fit.
+    spreads: HashMap<(NodeId, NodeId), Routed>,
+    spread_links: usize,
 }
+
+/// Links the remembered spreads may hold in all (16 bytes each: 64 MiB).
+const SPREAD_MEMO_LINKS: usize = 1 << 22;
 
 impl<'t, E: Engine> Network<'t, E> {
     pub fn new(topo: &'t Topology, router: Router<'t>, engine: E) -> Self {
@@ -86,7 +146,29 @@ impl<'t, E: Engine> Network<'t, E> {
             memo: None,
             scratch: Vec::new(),
             efficiency: Vec::new(),
+            fold: None,
         }
+    }
+
+    /// From now on, every flow submitted stands for its orbit (see [`Fold`]).
+    pub fn set_fold(&mut self, fold: Fold) {
+        debug_assert_eq!(fold.first.len(), self.topo.link_count());
+        self.fold = Some(fold);
+    }
+
+    /// The engine's link figures, per link of the topology (under a fold, each link with its
+    /// orbit's first link's).
+    pub fn link_stats(&mut self) -> LinkStats {
+        let mut stats = self.engine.link_stats().clone();
+        if let Some(fold) = &self.fold {
+            for (l, &first) in fold.first.iter().enumerate() {
+                let f = first.index();
+                stats.bytes[l] = stats.bytes[f];
+                stats.busy[l] = stats.busy[f];
+                stats.peak_utilization[l] = stats.peak_utilization[f];
+            }
+        }
+        stats
     }
 
     /// Sets, per link, the fraction of its capacity that carries payload (its transport's
@@ -115,11 +197,14 @@ impl<'t, E: Engine> Network<'t, E> {
     /// Remembers each flow key's route until the link state changes, for callers that route
     /// the same keys again and again (a training job's collectives and pipeline transfers).
     /// The memory grows with the number of distinct keys, so one-off flows should not use it;
-    /// the spreads of policies that ignore the key (spray) are not remembered.
+    /// the spreads of policies that ignore the key (spray) are remembered per pair of GPUs, up
+    /// to a bound.
     pub fn memoize_routes(&mut self) {
         self.memo.get_or_insert_with(|| RouteMemo {
             version: self.state.version(),
             routes: HashMap::new(),
+            spreads: HashMap::new(),
+            spread_links: 0,
         });
     }
 
@@ -131,23 +216,37 @@ impl<'t, E: Engine> Network<'t, E> {
         weight: f64,
         links: &mut Vec<(LinkId, f64)>,
     ) -> Result<Nanos, RouteError> {
+        let keyed = self.router.policy().uses_key();
         if let Some(memo) = &mut self.memo {
             if memo.version != self.state.version() {
                 memo.routes.clear();
+                memo.spreads.clear();
+                memo.spread_links = 0;
                 memo.version = self.state.version();
             }
-            if let Some((route, latency)) = memo.routes.get(key) {
+            let known = if keyed {
+                memo.routes.get(key)
+            } else {
+                memo.spreads.get(&(key.src, key.dst))
+            };
+            if let Some((route, latency)) = known {
                 links.extend(route.iter().map(|&(l, w)| (l, w * weight)));
                 return Ok(*latency);
             }
         }
         let start = links.len();
         let latency = self.router.route_into(&self.state, key, links)?;
-        // Paths only: a spread (spray) crosses hundreds of links, and memoizing one per key
-        // would cost more memory than the walk costs time.
+        if let Some(fold) = &self.fold {
+            fold.apply(links, start);
+        }
         if let Some(memo) = &mut self.memo {
-            if self.router.policy().uses_key() {
-                memo.routes.insert(*key, (links[start..].to_vec(), latency));
+            let route = &links[start..];
+            if keyed {
+                memo.routes.insert(*key, (route.to_vec(), latency));
+            } else if memo.spread_links + route.len() <= SPREAD_MEMO_LINKS {
+                memo.spread_links += route.len();
+                memo.spreads
+                    .insert((key.src, key.dst), (route.to_vec(), latency));
             }
         }
         if weight != 1.0 {
@@ -170,12 +269,25 @@ impl<'t, E: Engine> Network<'t, E> {
         &self.state
     }
 
+    /// The routing policy's name.
+    pub fn routing_name(&self) -> &str {
+        self.router.policy().name()
+    }
+
+    /// Whether routes depend on the switch graph and the link state alone
+    /// ([`RoutingPolicy::symmetric`]).
+    pub fn routing_is_symmetric(&self) -> bool {
+        self.router.policy().symmetric()
+    }
+
     /// Replaces the routing policy for flows submitted from now on; flows in flight keep their
     /// paths (until a link they cross goes down).
     pub fn set_policy(&mut self, policy: Box<dyn RoutingPolicy + 't>) {
         self.router.set_policy(policy);
         if let Some(memo) = &mut self.memo {
             memo.routes.clear();
+            memo.spreads.clear();
+            memo.spread_links = 0;
         }
     }
 
@@ -244,7 +356,8 @@ impl<'t, E: Engine> Network<'t, E> {
                 }
                 Leg::Link(l) => {
                     latency += self.topo.link(*l).latency.0;
-                    links.push((*l, strand.weight));
+                    let (l, factor) = self.fold.as_ref().map_or((*l, 1.0), |f| f.link(*l));
+                    links.push((l, strand.weight * factor));
                 }
             }
         }
@@ -300,9 +413,13 @@ impl<'t, E: Engine> Network<'t, E> {
             let rerouted = match &self.recipes[f] {
                 Recipe::Key(key) => {
                     let key = *key;
-                    self.router
-                        .route(&self.state, &key)
-                        .map(|route| (route.incidence(), route.latency()))
+                    self.router.route(&self.state, &key).map(|route| {
+                        let mut links = route.incidence();
+                        if let Some(fold) = &self.fold {
+                            fold.apply(&mut links, 0);
+                        }
+                        (links, route.latency())
+                    })
                 }
                 Recipe::Bundle(strands) => {
                     let strands = strands.clone();

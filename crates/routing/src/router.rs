@@ -110,6 +110,13 @@ pub trait RoutingPolicy {
     fn uses_key(&self) -> bool {
         true
     }
+    /// Whether the route between two GPUs depends only on the graph of switches and the link
+    /// state between them, so that a fabric automorphism fixing every switch maps routes onto
+    /// routes (true for spraying over all shortest paths; false for anything that hashes
+    /// addresses or looks GPUs up in a table).
+    fn symmetric(&self) -> bool {
+        false
+    }
     /// Routes `key` between two GPUs of different NVLink domains.
     fn route(
         &self,
@@ -146,6 +153,10 @@ impl RoutingPolicy for HashedPolicy {
 
     fn uses_key(&self) -> bool {
         self.policy != Policy::Spray
+    }
+
+    fn symmetric(&self) -> bool {
+        self.policy == Policy::Spray
     }
 
     fn route(

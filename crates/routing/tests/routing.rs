@@ -8,11 +8,7 @@ use fabricsim_topology::presets;
 use fabricsim_topology::{LinkId, NodeId, Topology};
 
 fn build(name: &str, settings: &[(&str, &str)]) -> Topology {
-    let o: Vec<(String, String)> = settings
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    presets::build(name, &o).unwrap()
+    presets::build_with(name, settings).unwrap()
 }
 
 fn id(topo: &Topology, name: &str) -> NodeId {

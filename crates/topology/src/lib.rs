@@ -42,6 +42,7 @@ pub mod outfile;
 pub mod presets;
 pub mod reach;
 pub mod source;
+pub mod symmetry;
 pub mod text;
 pub mod units;
 

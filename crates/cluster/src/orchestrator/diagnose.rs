@@ -50,7 +50,7 @@ impl Orchestrator<'_> {
                 let missing: Vec<String> = group
                     .ranks
                     .iter()
-                    .filter(|r| !arrived.contains(r))
+                    .filter(|&&r| job.active[r as usize] && !arrived.contains(&r))
                     .take(8)
                     .map(u32::to_string)
                     .collect();
@@ -68,7 +68,7 @@ impl Orchestrator<'_> {
                         inst.op.name(),
                         group.name,
                         missing.join(", "),
-                        if group.ranks.len() - arrived.len() > 8 {
+                        if job.members[g] as usize - arrived.len() > 8 {
                             ", ..."
                         } else {
                             ""
@@ -94,6 +94,9 @@ impl Orchestrator<'_> {
         if out.is_empty() {
             // Nothing waits on a peer or a path: the ops left wait on each other (a cycle).
             'ranks: for (r, b) in w.ranks.iter().enumerate() {
+                if !job.active[r] {
+                    continue; // stands in its representative's orbit
+                }
                 let p = &w.programs[b.program as usize];
                 for (i, op) in p.ops.iter().enumerate() {
                     if job.remaining[job.counter(r as u32, i as u32)] > 0 {

@@ -250,6 +250,101 @@ pub(super) struct JobState {
     pub(super) stats: JobStats,
     /// Point-to-point matching by (src, dst, tag).
     pub(super) p2p: P2p,
+    /// Per rank, whether it is simulated (all are, unless one representative per orbit
+    /// stands for the others: [`crate::symmetry`]).
+    pub(super) active: Vec<bool>,
+    /// Per group, its simulated members (a collective starts when they have all arrived).
+    pub(super) members: Vec<u32>,
+    /// Per group, how many groups its collectives stand for.
+    pub(super) weight: Vec<u32>,
+    /// Ranks each simulated rank stands for (1: every rank is simulated).
+    pub(super) order: u32,
+}
+
+impl JobState {
+    /// The state of `spec` at time 0, simulating the representatives of `orbits` (every rank
+    /// without), and recording slices of the first `trace_ranks` ranks.
+    pub(super) fn new(
+        spec: JobSpec,
+        trace_ranks: u32,
+        orbits: Option<(&crate::symmetry::JobOrbits, u32)>,
+    ) -> JobState {
+        let w = &spec.workload;
+        let n = w.ranks.len();
+        let (active, weight, order) = match orbits {
+            Some((o, order)) => (o.active.clone(), o.weight.clone(), order),
+            None => (vec![true; n], vec![1; w.groups.len()], 1),
+        };
+        let index: Vec<ProgramIndex> = w
+            .programs
+            .iter()
+            .map(|p| ProgramIndex::new(p, &spec.compute))
+            .collect();
+        // Simulated ranks per program, each one's place among them, then where each program's
+        // block of counters starts.
+        let mut sharing = vec![0usize; w.programs.len()];
+        let mut counters: Vec<(usize, usize)> = w
+            .ranks
+            .iter()
+            .zip(&active)
+            .map(|(b, &a)| {
+                let local = sharing[b.program as usize];
+                sharing[b.program as usize] += usize::from(a);
+                (local, 0)
+            })
+            .collect();
+        let mut start = Vec::with_capacity(w.programs.len());
+        let mut total = 0usize;
+        for (p, prog) in w.programs.iter().enumerate() {
+            start.push(total);
+            total += prog.len() * sharing[p];
+        }
+        let mut remaining = vec![0u32; total];
+        for (r, b) in w.ranks.iter().enumerate() {
+            if !active[r] {
+                continue;
+            }
+            let p = b.program as usize;
+            let (offset, stride) = (start[p] + counters[r].0, sharing[p]);
+            counters[r] = (offset, stride);
+            let prog = &w.programs[p];
+            for i in 0..prog.len() {
+                remaining[offset + i * stride] = prog.deps(i as u32).len() as u32;
+            }
+        }
+        let groups = w
+            .groups
+            .iter()
+            .map(|_| GroupState {
+                next: 0,
+                busy: false,
+                pending: BTreeMap::new(),
+                ranks: None,
+                memo: Vec::new(),
+            })
+            .collect();
+        let members = w
+            .groups
+            .iter()
+            .map(|g| g.ranks.iter().filter(|&&r| active[r as usize]).count() as u32)
+            .collect();
+        JobState {
+            index,
+            counters,
+            remaining,
+            ranks: (0..n).map(|_| RankState::default()).collect(),
+            groups,
+            done: 0,
+            total: total as u64,
+            stats: JobStats::new(&spec, trace_ranks),
+            p2p: P2p::new(&spec.workload),
+            active,
+            members,
+            weight,
+            order,
+            spec,
+        }
+    }
 }
 
 /// (source rank, destination rank, tag) of a send and its receive.

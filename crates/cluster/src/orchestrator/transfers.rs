@@ -74,7 +74,7 @@ impl Orchestrator<'_> {
             tr.job, tr.src, tr.key, tr.mailbox, tr.recv, tr.start, tr.bytes,
         );
         let job = &mut self.jobs[j as usize];
-        job.stats.transfer(bytes, t - start);
+        job.stats.transfer(bytes, t - start, job.order);
         job.comm_ended(src.0, src.1, start, t);
         self.complete(j, src.0, src.1, t);
         let job = &mut self.jobs[j as usize];

@@ -71,6 +71,15 @@ pub fn build(name: &str, overrides: &[(String, String)]) -> Result<Topology, Pre
     find(name)?.build(overrides)
 }
 
+/// [`build`] with the settings as string slices (`&[("racks", "4")]`).
+pub fn build_with(name: &str, settings: &[(&str, &str)]) -> Result<Topology, PresetError> {
+    let owned: Vec<(String, String)> = settings
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    build(name, &owned)
+}
+
 static PRESETS: [Preset; 7] = [
     Preset {
         name: "fat-tree",
