@@ -32,10 +32,12 @@ pub struct Strand {
     pub weight: f64,
 }
 
-/// What a flow was submitted as, so that it can be routed again after a link change.
+/// What a flow was submitted as, so that it can be routed again after a link change; dropped
+/// when the flow is done (a finished flow keeps no memory here but this tag).
 enum Recipe {
     Key(FlowKey),
     Bundle(Box<[Strand]>),
+    Done,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -50,7 +52,6 @@ pub struct Network<'t, E: Engine> {
     router: Router<'t>,
     engine: E,
     recipes: Vec<Recipe>,
-    done: Vec<bool>,
     stalled: Vec<(FlowId, RouteError)>,
     memo: Option<RouteMemo>,
     /// The links of the flow being submitted, reused (submitting allocates nothing per flow).
@@ -141,7 +142,6 @@ impl<'t, E: Engine> Network<'t, E> {
             router,
             engine,
             recipes: Vec::new(),
-            done: Vec::new(),
             stalled: Vec::new(),
             memo: None,
             scratch: Vec::new(),
@@ -312,7 +312,6 @@ impl<'t, E: Engine> Network<'t, E> {
         self.scratch = links;
         let id = submitted?;
         self.recipes.push(Recipe::Key(key));
-        self.done.push(false);
         Ok(id)
     }
 
@@ -333,7 +332,6 @@ impl<'t, E: Engine> Network<'t, E> {
         });
         self.recipes
             .push(Recipe::Bundle(strands.into_boxed_slice()));
-        self.done.push(false);
         Ok((id, latency))
     }
 
@@ -401,7 +399,7 @@ impl<'t, E: Engine> Network<'t, E> {
         self.stalled.clear();
         for f in 0..self.recipes.len() {
             let flow = FlowId(f as u32);
-            if self.done[f]
+            if matches!(self.recipes[f], Recipe::Done)
                 || self
                     .engine
                     .links(flow)
@@ -426,6 +424,7 @@ impl<'t, E: Engine> Network<'t, E> {
                     self.resolve_bundle(&strands)
                         .map(|(links, _)| (links, Nanos(0)))
                 }
+                Recipe::Done => continue,
             };
             match rerouted {
                 Ok((links, latency)) => self.engine.reroute(flow, links, latency),
@@ -444,7 +443,7 @@ impl<'t, E: Engine> Network<'t, E> {
         let start = finished.len();
         self.engine.advance(to, finished);
         for c in &finished[start..] {
-            self.done[c.flow.0 as usize] = true;
+            self.recipes[c.flow.0 as usize] = Recipe::Done;
         }
     }
 

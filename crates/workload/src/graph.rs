@@ -4,7 +4,8 @@
 //! between them — through a [`Binding`] that says which communicator groups and which peers the
 //! program's slots mean for that rank. Ranks that do the same thing share one program: the 16,384
 //! ranks of a Llama 3 405B job have 16 programs (one per pipeline stage), and a rank costs only
-//! its binding. A Chakra trace gives every rank its own program.
+//! its binding. A Chakra trace's ranks share a program where their files hold the same graph up to
+//! peers and communicators (symbolic_tensor_graph's do: one per pipeline stage).
 //!
 //! Dependencies point to ops of the same program by index; a program's ops are in issue order
 //! (the order NCCL-like collectives on one communicator are issued in).
@@ -164,6 +165,30 @@ impl Program {
             self.dep_start[op as usize + 1] as usize,
         );
         &self.deps[a..b]
+    }
+
+    /// A hash of the ops and dependencies, equal for equal programs (to find them quickly).
+    pub fn fingerprint(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::hash::DefaultHasher::new();
+        for op in &self.ops {
+            (op.id, op.label).hash(&mut h);
+            match op.kind {
+                OpKind::Compute(c) => {
+                    (0u8, c.class, c.flops.to_bits(), c.bytes.to_bits()).hash(&mut h);
+                    (c.shape, c.duration.map(|d| d.0)).hash(&mut h);
+                }
+                OpKind::Memory { bytes, store } => (1u8, bytes, store).hash(&mut h),
+                OpKind::Collective { op, bytes, group } => {
+                    (2u8, op.name(), bytes, group).hash(&mut h)
+                }
+                OpKind::Send { peer, bytes, tag } => (3u8, peer, bytes, tag).hash(&mut h),
+                OpKind::Recv { peer, bytes, tag } => (4u8, peer, bytes, tag).hash(&mut h),
+                OpKind::Nop => 5u8.hash(&mut h),
+            }
+        }
+        (&self.dep_start, &self.deps).hash(&mut h);
+        h.finish()
     }
 
     /// Dependency edges in all.

@@ -50,6 +50,24 @@ fn every_example_trace_imports() {
 }
 
 #[test]
+fn ranks_with_identical_programs_share_one() {
+    // symbolic_tensor_graph's DP 4 × TP 2 GPT: every rank runs the same graph towards its own
+    // peers and groups, so the 8 files make one program and 8 bindings.
+    let dir = examples().join("generated/stg_gpt_dp4_tp2_pp1");
+    let prefix = dir.join("workload");
+    let (w, _) = import(prefix.to_str().unwrap(), Some(&dir.join("workload.json"))).unwrap();
+    assert_eq!(w.rank_count(), 8);
+    assert_eq!(w.programs.len(), 1);
+    assert!(w.ranks.iter().all(|b| b.program == 0));
+    // Their groups differ: the bindings hold them.
+    assert_ne!(w.ranks[0].groups, w.ranks[1].groups);
+    // The microbenchmarks' node ids differ per rank (id = rank), so each rank keeps its own.
+    let base = examples().join("astra-sim/examples/workload/microbenchmarks/all_reduce/4npus_1MB");
+    let (w, _) = import(base.join("all_reduce").to_str().unwrap(), None).unwrap();
+    assert_eq!(w.programs.len(), 4);
+}
+
+#[test]
 fn microbenchmark_traces_read_as_astra_sim_sizes() {
     let base = examples().join("astra-sim/examples/workload/microbenchmarks");
     for (dir, op, factor) in [

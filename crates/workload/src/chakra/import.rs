@@ -137,16 +137,14 @@ pub fn read_groups(path: &Path) -> Result<BTreeMap<String, Vec<u32>>, ChakraErro
     Ok(out)
 }
 
-/// Imports the trace `<prefix>.<rank>.et` with an optional communicator-group JSON.
+/// Imports the trace `<prefix>.<rank>.et` with an optional communicator-group JSON. The files
+/// are read one at a time, each rank's nodes dropped once its program is built, and ranks whose
+/// programs are identical (up to their peers and groups, which their bindings hold) share one.
 pub fn import(
     prefix: &str,
     groups: Option<&Path>,
 ) -> Result<(Workload, Vec<Warning>), ChakraError> {
     let files = rank_files(prefix)?;
-    let traces = files
-        .iter()
-        .map(|f| read_file(f))
-        .collect::<Result<Vec<_>, _>>()?;
     let named = match groups {
         Some(p) => read_groups(p)?,
         None => BTreeMap::new(),
@@ -154,7 +152,11 @@ pub fn import(
     let name = Path::new(prefix)
         .file_name()
         .map_or(prefix.to_string(), |n| n.to_string_lossy().into_owned());
-    from_traces(&name, &files, &traces, &named, groups)
+    let mut importer = Importer::new(&name, files.len() as u32, &named, groups);
+    for path in &files {
+        importer.add_rank(path, &read_file(path)?)?;
+    }
+    importer.finish(&files)
 }
 
 /// Builds a workload from already-read rank traces (`files[r]` names rank `r`'s file).
@@ -165,18 +167,54 @@ pub fn from_traces(
     named: &BTreeMap<String, Vec<u32>>,
     groups_file: Option<&Path>,
 ) -> Result<(Workload, Vec<Warning>), ChakraError> {
-    let n = traces.len() as u32;
-    let mut w = Workload {
-        name: name.to_string(),
-        ..Workload::default()
-    };
-    let mut warnings = Vec::new();
-    let mut labels = HashMap::new();
-    let mut group_index: HashMap<String, u32> = HashMap::new();
-    for (rank, (trace, path)) in traces.iter().zip(files).enumerate() {
-        let rank = rank as u32;
+    let mut importer = Importer::new(name, traces.len() as u32, named, groups_file);
+    for (trace, path) in traces.iter().zip(files) {
+        importer.add_rank(path, trace)?;
+    }
+    importer.finish(files)
+}
+
+/// A workload being built from rank traces, one rank at a time.
+struct Importer<'a> {
+    /// Ranks in the trace.
+    n: u32,
+    named: &'a BTreeMap<String, Vec<u32>>,
+    groups_file: Option<&'a Path>,
+    w: Workload,
+    warnings: Vec<Warning>,
+    labels: HashMap<String, u32>,
+    group_index: HashMap<String, u32>,
+    /// Programs by content fingerprint, so identical ones are kept once.
+    programs: HashMap<u64, Vec<u32>>,
+}
+
+impl<'a> Importer<'a> {
+    fn new(
+        name: &str,
+        n: u32,
+        named: &'a BTreeMap<String, Vec<u32>>,
+        groups_file: Option<&'a Path>,
+    ) -> Importer<'a> {
+        Importer {
+            n,
+            named,
+            groups_file,
+            w: Workload {
+                name: name.to_string(),
+                ..Workload::default()
+            },
+            warnings: Vec::new(),
+            labels: HashMap::new(),
+            group_index: HashMap::new(),
+            programs: HashMap::new(),
+        }
+    }
+
+    /// Converts the next rank's trace (read from `path`) into its program and binding.
+    fn add_rank(&mut self, path: &Path, trace: &RankTrace) -> Result<(), ChakraError> {
+        let n = self.n;
         let node_err = |id: u64, what: String| ChakraError::Node {
-            path: path.clone(),
+            path: path.to_path_buf(),
             id,
             what,
         };
@@ -187,10 +225,7 @@ pub fn from_traces(
             }
         }
         let mut prog = Program::new();
-        let mut binding = Binding {
-            program: rank,
-            ..Binding::default()
-        };
+        let mut binding = Binding::default();
         let mut peer_slot: HashMap<u32, u16> = HashMap::new();
         let mut group_slot: HashMap<u32, u16> = HashMap::new();
         let (mut missing, mut first_missing, mut self_deps) = (0usize, Vec::new(), 0usize);
@@ -296,14 +331,14 @@ pub fn from_traces(
                         .ok_or_else(|| node_err(node.id, format!("unknown comm_type {t}")))?;
                     let pg = attrs.str("pg_name").unwrap_or("");
                     let members: Vec<u32> = if pg.is_empty()
-                        || (pg == "0" && !named.contains_key("0"))
+                        || (pg == "0" && !self.named.contains_key("0"))
                     {
                         (0..n).collect()
                     } else {
-                        named.get(pg).cloned().ok_or_else(|| {
+                        self.named.get(pg).cloned().ok_or_else(|| {
                             node_err(
                                 node.id,
-                                match groups_file {
+                                match self.groups_file {
                                     Some(g) => {
                                         format!("pg_name `{pg}` is not a group of {}", g.display())
                                     }
@@ -326,18 +361,18 @@ pub fn from_traces(
                         pg.to_string()
                     };
                     let shown = attrs.str("fabricsim_group");
-                    let g = *group_index.entry(key.clone()).or_insert_with(|| {
-                        w.groups.push(Group {
+                    let g = *self.group_index.entry(key.clone()).or_insert_with(|| {
+                        self.w.groups.push(Group {
                             name: if let Some(name) = shown {
                                 name.to_string()
-                            } else if key == "0" && !named.contains_key("0") {
+                            } else if key == "0" && !self.named.contains_key("0") {
                                 "world".into()
                             } else {
                                 key.clone()
                             },
                             ranks: members.clone(),
                         });
-                        w.groups.len() as u32 - 1
+                        self.w.groups.len() as u32 - 1
                     });
                     let slot = *group_slot.entry(g).or_insert_with(|| {
                         binding.groups.push(g);
@@ -384,7 +419,7 @@ pub fn from_traces(
                     }
                 }
             }
-            let label = w.intern(&node.name, &mut labels);
+            let label = self.w.intern(&node.name, &mut self.labels);
             prog.push(
                 Op {
                     id: node.id,
@@ -395,8 +430,8 @@ pub fn from_traces(
             );
         }
         if missing > 0 {
-            warnings.push(Warning {
-                path: path.clone(),
+            self.warnings.push(Warning {
+                path: path.to_path_buf(),
                 message: format!(
                     "dropped {missing} dependencies on node ids absent from the file (first: {})",
                     first_missing
@@ -408,24 +443,41 @@ pub fn from_traces(
             });
         }
         if self_deps > 0 {
-            warnings.push(Warning {
-                path: path.clone(),
+            self.warnings.push(Warning {
+                path: path.to_path_buf(),
                 message: format!("dropped {self_deps} dependencies of nodes on themselves"),
             });
         }
         let broken = prog.break_cycles();
         if broken > 0 {
-            warnings.push(Warning {
-                path: path.clone(),
+            self.warnings.push(Warning {
+                path: path.to_path_buf(),
                 message: format!(
                     "dropped {broken} dependencies on later nodes that closed dependency cycles"
                 ),
             });
         }
-        w.programs.push(prog);
-        w.ranks.push(binding);
+        binding.program = self.keep(prog);
+        self.w.ranks.push(binding);
+        Ok(())
     }
-    w.validate()?;
-    warnings.extend(super::consistency::check(&w, files));
-    Ok((w, warnings))
+
+    /// Adds `prog`, or finds an identical program already added; returns its index.
+    fn keep(&mut self, prog: Program) -> u32 {
+        let same = self.programs.entry(prog.fingerprint()).or_default();
+        if let Some(&p) = same.iter().find(|&&p| self.w.programs[p as usize] == prog) {
+            return p;
+        }
+        self.w.programs.push(prog);
+        let p = self.w.programs.len() as u32 - 1;
+        same.push(p);
+        p
+    }
+
+    fn finish(self, files: &[PathBuf]) -> Result<(Workload, Vec<Warning>), ChakraError> {
+        let (w, mut warnings) = (self.w, self.warnings);
+        w.validate()?;
+        warnings.extend(super::consistency::check(&w, files));
+        Ok((w, warnings))
+    }
 }
