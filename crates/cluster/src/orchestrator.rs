@@ -469,8 +469,8 @@ impl<'t> Orchestrator<'t> {
                 let scope = CommScope::of_group(&job.spec.workload.groups[g as usize].name);
                 job.ranks[r as usize].comm_began(t, scope);
                 let gs = &mut job.groups[g as usize];
-                let inst = match gs.pending.get(&seq) {
-                    Some(&i) => i,
+                let inst = match gs.pending.get(seq) {
+                    Some(i) => i,
                     None => {
                         let fresh = Instance {
                             job: j,
@@ -623,7 +623,7 @@ impl<'t> Orchestrator<'t> {
         if gs.busy {
             return Ok(());
         }
-        let Some(&i) = gs.pending.get(&gs.next) else {
+        let Some(i) = gs.pending.get(gs.next) else {
             return Ok(());
         };
         let size = job.members[g as usize] as usize;
@@ -640,7 +640,7 @@ impl<'t> Orchestrator<'t> {
                 mix(h ^ u64::from(r))
             });
         let gs = &mut self.jobs[j as usize].groups[g as usize];
-        gs.pending.remove(&gs.next);
+        gs.pending.start(gs.next);
         gs.busy = true;
         let (op, bytes) = (
             self.instances[i as usize].op,

@@ -43,7 +43,7 @@ impl Orchestrator<'_> {
             ));
         }
         for (g, gs) in job.groups.iter().enumerate() {
-            for (&seq, &i) in &gs.pending {
+            for (seq, i) in gs.pending.iter() {
                 let inst = &self.instances[i as usize];
                 let group = &w.groups[g];
                 let arrived: Vec<u32> = inst.members.iter().map(|m| m.0).collect();

@@ -4,7 +4,7 @@
 //! orchestrator's queue.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use fabricsim_collectives::tuner::{predict, settle};
@@ -145,10 +145,52 @@ pub(super) struct GroupState {
     pub(super) next: u32,
     pub(super) busy: bool,
     /// Instances by sequence number: arrived members.
-    pub(super) pending: BTreeMap<u32, u32>,
+    pub(super) pending: Pending,
     pub(super) ranks: Option<Ranks>,
     /// Per (operation, size) the group has run: what was chosen and planned the first time.
     pub(super) memo: Vec<Memo>,
+}
+
+/// A group's collectives that members have reached but that have not started, by sequence
+/// number: a window from the first not started (slot 0) on, so finding, adding and starting
+/// one costs O(1), with no allocation once the window has grown to its widest.
+#[derive(Default)]
+pub(super) struct Pending {
+    first: u32,
+    slots: VecDeque<u32>,
+}
+
+impl Pending {
+    const EMPTY: u32 = u32::MAX;
+
+    pub(super) fn get(&self, seq: u32) -> Option<u32> {
+        let i = seq.checked_sub(self.first)? as usize;
+        self.slots.get(i).copied().filter(|&x| x != Self::EMPTY)
+    }
+
+    /// Records instance `inst` for `seq` (not started yet, so at or after the window's start).
+    pub(super) fn insert(&mut self, seq: u32, inst: u32) {
+        debug_assert!(seq >= self.first);
+        let i = (seq - self.first) as usize;
+        if self.slots.len() <= i {
+            self.slots.resize(i + 1, Self::EMPTY);
+        }
+        self.slots[i] = inst;
+    }
+
+    /// Starts `seq`, the window's first.
+    pub(super) fn start(&mut self, seq: u32) {
+        debug_assert_eq!(seq, self.first);
+        self.slots.pop_front();
+        self.first += 1;
+    }
+
+    /// (sequence number, instance) of each collective waiting, in order.
+    pub(super) fn iter(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        (self.first..)
+            .zip(self.slots.iter().copied())
+            .filter(|&(_, x)| x != Self::EMPTY)
+    }
 }
 
 /// What a group's collective of one operation and size was given the first time; the same
@@ -318,7 +360,7 @@ impl JobState {
             .map(|_| GroupState {
                 next: 0,
                 busy: false,
-                pending: BTreeMap::new(),
+                pending: Pending::default(),
                 ranks: None,
                 memo: Vec::new(),
             })
