@@ -9,6 +9,7 @@ use fabricsim_collectives::placement::{place, Placement};
 use fabricsim_collectives::{
     Algorithm, Collective, Fidelity, Generation, Protocol, QpMode, Ranks, Transport, DEFAULT_CHUNK,
 };
+use fabricsim_routing::PathSelection;
 use fabricsim_routing::{cables_named, MAX_QPS};
 use fabricsim_te::Routing;
 use fabricsim_topology::{Bytes, Topology};
@@ -52,6 +53,11 @@ pub struct BenchArgs {
     /// How a connection's messages use its QPs: split or round-robin.
     #[arg(long, default_value = "split")]
     qp_mode: String,
+    /// How hosts put messages on paths: hashed (the switches' hash decides), disjoint[:PATHS]
+    /// (the path with the fewest outstanding bytes among disjoint ones, as HPN) or
+    /// flowlet[:GAP] (re-hashed after an idle gap). See docs/routing.md.
+    #[arg(long, default_value = "hashed", value_name = "MODE")]
+    path_selection: String,
     /// Chunk of pipelined trees, chains and NVLS, e.g. 512KiB.
     #[arg(long)]
     chunk: Option<String>,
@@ -253,6 +259,13 @@ fn setup(args: &BenchArgs) -> Result<Setup, Failure> {
         routing: policies[0],
         hash: args.routing.hash()?,
         down,
+        path_selection: PathSelection::parse(&args.path_selection).ok_or_else(|| {
+            bad(
+                "path-selection",
+                &args.path_selection,
+                PathSelection::EXPECTED,
+            )
+        })?,
     };
     Ok(Setup {
         topo,
@@ -340,6 +353,9 @@ fn header(args: &BenchArgs, s: &Setup) -> String {
         s.bench.channels,
         s.bench.fidelity.name(),
     );
+    if s.bench.path_selection != PathSelection::Hashed {
+        h += &format!("# path selection {}\n", s.bench.path_selection.name());
+    }
     for d in &args.down {
         h += &format!("# down: {d}\n");
     }
@@ -478,6 +494,7 @@ fn json(
         "channels": s.bench.channels,
         "qps": s.bench.transport.qps,
         "qp_mode": s.bench.transport.qp_mode.name(),
+        "path_selection": s.bench.path_selection.name(),
         "fidelity": s.bench.fidelity.name(),
         "down": args.down,
         "runs": runs,

@@ -13,6 +13,7 @@ use fabricsim_cluster::scenario::{JobEntry, Scenario, WorkloadSource, DEFAULT};
 use fabricsim_cluster::simulate::{build_workload, simulate, ScenarioRun, SimError};
 use fabricsim_cluster::trace::trace_json;
 use fabricsim_cluster::CommConfig;
+use fabricsim_routing::PathSelection;
 use fabricsim_te::Routing;
 use fabricsim_topology::Topology;
 use fabricsim_workload::chakra;
@@ -82,6 +83,10 @@ pub struct ReplayArgs {
     fabric: FabricArgs,
     #[command(flatten)]
     routing: RoutingArgs,
+    /// How hosts put collectives' messages on paths: hashed, disjoint[:PATHS] or
+    /// flowlet[:GAP] (docs/routing.md).
+    #[arg(long, default_value = "hashed", value_name = "MODE")]
+    path_selection: String,
     /// The GPU the kernels run on (H100, H200, B200, A100).
     #[arg(long, default_value = "H100")]
     gpu: String,
@@ -188,6 +193,13 @@ pub fn replay(args: ReplayArgs) -> CmdResult {
         hash: args.routing.hash()?,
         te_period: TeConfig::DEFAULT_PERIOD,
         te_detection: TeConfig::DEFAULT_DETECTION,
+        path_selection: PathSelection::parse(&args.path_selection).ok_or_else(|| {
+            crate::bench::bad(
+                "path-selection",
+                &args.path_selection,
+                PathSelection::EXPECTED,
+            )
+        })?,
         events: Vec::new(),
         jobs: vec![JobEntry {
             name,

@@ -29,7 +29,7 @@ use fabricsim_collectives::{plan, ExecError, Execution, Ranks, Request, Transpor
 use fabricsim_collectives::{Generation, Platform};
 use fabricsim_netsim::{Engine, FlowEngine, FlowId, Fold, Network, NetworkError};
 use fabricsim_routing::key::mix;
-use fabricsim_routing::FlowKey;
+use fabricsim_routing::{FlowKey, PathSelection};
 use fabricsim_topology::{Nanos, Topology};
 use fabricsim_workload::OpKind;
 
@@ -145,6 +145,11 @@ impl<'t> Orchestrator<'t> {
             Err(why.clone())
         } else if options.trace_ranks > 0 {
             Err("a trace records every rank".to_string())
+        } else if net.path_selection() != PathSelection::Hashed {
+            Err(format!(
+                "path selection {} decides per message",
+                net.path_selection().name()
+            ))
         } else if !net.routing_is_symmetric() {
             Err(format!(
                 "routing `{}` tells a server's GPUs apart (it hashes addresses or looks GPUs up)",

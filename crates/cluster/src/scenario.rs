@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use fabricsim_collectives::{Algorithm, Fidelity, Protocol, QpMode};
+use fabricsim_routing::PathSelection;
 use fabricsim_routing::{HashConfig, Policy};
 use fabricsim_te::Routing;
 use fabricsim_topology::{FabricSource, Nanos};
@@ -56,6 +57,8 @@ struct RoutingToml {
     hash: Option<String>,
     te_period: Option<String>,
     te_detection: Option<String>,
+    /// How hosts put messages on paths, as `bench --path-selection` takes it.
+    path_selection: Option<String>,
 }
 
 /// A link event (`[[event]]`).
@@ -228,6 +231,8 @@ pub struct Scenario {
     /// The TE controller's period and detection delay (used with routing `te`).
     pub te_period: Nanos,
     pub te_detection: Nanos,
+    /// How hosts put collectives' messages on paths (`[routing] path_selection`).
+    pub path_selection: PathSelection,
     pub jobs: Vec<JobEntry>,
     pub events: Vec<LinkEvent>,
     pub json: Option<PathBuf>,
@@ -411,6 +416,15 @@ impl Scenario {
             },
             te_period,
             te_detection,
+            path_selection: match &raw.routing.path_selection {
+                None => PathSelection::Hashed,
+                Some(m) => PathSelection::parse(m).ok_or_else(|| {
+                    err(format!(
+                        "[routing] path_selection = \"{m}\": expected {}",
+                        PathSelection::EXPECTED
+                    ))
+                })?,
+            },
             jobs,
             events,
             json: raw.output.json.as_deref().map(resolve),

@@ -143,11 +143,12 @@ pub fn simulate(
             )
         }
     };
-    let net = Network::new(
+    let mut net = Network::new(
         topo,
         Router::new(topo, policy, s.hash),
         FlowEngine::new(topo),
     );
+    net.set_path_selection(s.path_selection);
     let mut options = options;
     if options.full_detail.is_none() && (!events.is_empty() || te.is_some()) {
         options.full_detail = Some("the fabric changes during the run".into());

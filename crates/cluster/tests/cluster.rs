@@ -95,6 +95,7 @@ fn collective_only_traces_agree_with_bench() {
             routing: Routing::Hashed(Policy::Ecmp),
             hash: HashConfig::default(),
             down: Vec::new(),
+            path_selection: Default::default(),
         };
         let row = run_size(&topo, &ranks, &bench, bytes).unwrap();
         let sim = reports[0].iteration_ms * 1e3;

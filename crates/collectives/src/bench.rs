@@ -19,6 +19,7 @@
 use fabricsim_netsim::{Engine, FlowEngine, Network};
 use fabricsim_routing::balance::{group_loads, links_in_scope};
 use fabricsim_routing::key::mix;
+use fabricsim_routing::PathSelection;
 use fabricsim_routing::{HashConfig, LinkCondition, LinkState, RouteError, Router};
 use fabricsim_te::{Instance, InstanceError, PathTable, SolveError, TePolicy, TrafficMatrix};
 
@@ -57,6 +58,8 @@ pub struct Bench {
     pub hash: HashConfig,
     /// Cables down for the whole run.
     pub down: Vec<LinkId>,
+    /// How hosts put messages on paths ([`fabricsim_routing::select`]).
+    pub path_selection: PathSelection,
 }
 
 impl Bench {
@@ -80,6 +83,7 @@ impl Bench {
             routing: Routing::Hashed(fabricsim_routing::Policy::Ecmp),
             hash: HashConfig::default(),
             down: Vec::new(),
+            path_selection: PathSelection::Hashed,
         }
     }
 }
@@ -290,6 +294,7 @@ pub fn run_size(
         FlowEngine::new(topo),
     );
     net.set_link_efficiency(link_efficiency(topo, bench.transport.gpu));
+    net.set_path_selection(bench.path_selection);
     for &l in &bench.down {
         net.set_cable(l, LinkCondition::Down);
     }

@@ -25,7 +25,8 @@ use std::sync::Arc;
 
 use fabricsim_netsim::{Engine, FlowId, Leg, Network, NetworkError, Strand};
 use fabricsim_routing::key::mix;
-use fabricsim_routing::FlowKey;
+use fabricsim_routing::select::Ticket;
+use fabricsim_routing::{FlowKey, PathSelection};
 use fabricsim_topology::{LinkId, Nanos, NodeId, NodeKind, Topology};
 
 use crate::algo::{Fidelity, Request};
@@ -136,6 +137,11 @@ pub struct Execution {
     start: u64,
     end: u64,
     flows: u64,
+    /// Per owner (transfer or group), the tickets of the hosts' path selection its messages
+    /// took (empty under hashed selection), handed back once it is done.
+    tickets: BTreeMap<u32, Vec<Ticket>>,
+    /// Owners done since the last [`Execution::fire`], and when.
+    released: Vec<(u32, u64)>,
 }
 
 impl Execution {
@@ -174,6 +180,8 @@ impl Execution {
             start: now.0,
             end: now.0,
             flows: 0,
+            tickets: BTreeMap::new(),
+            released: Vec::new(),
         };
         match &x.state {
             State::Steps(s) => {
@@ -245,6 +253,9 @@ impl Execution {
                 let t = owner as usize;
                 s.flows_left[t] -= 1;
                 if s.flows_left[t] == 0 {
+                    if !self.tickets.is_empty() {
+                        self.released.push((owner, at));
+                    }
                     // Drained: the connection may send its next transfer; bytes arrive later.
                     let next = s.next_on_conn[t];
                     if next != NONE {
@@ -258,6 +269,9 @@ impl Execution {
                 }
             }
             State::Groups(g) => {
+                if !self.tickets.is_empty() {
+                    self.released.push((owner, at));
+                }
                 let i = owner as usize;
                 // The bundle's latency is its slowest strand's: the network path when an edge
                 // crosses the network, else the NVLink path.
@@ -287,6 +301,11 @@ impl Execution {
         at: Nanos,
         submitted: &mut Vec<(FlowId, u32)>,
     ) -> Result<(), ExecError> {
+        for (owner, when) in std::mem::take(&mut self.released) {
+            for t in self.tickets.remove(&owner).unwrap_or_default() {
+                net.message_done(t, Nanos(when));
+            }
+        }
         while let Some(&Reverse((when, kind, i))) = self.queue.peek() {
             if when > at.0 {
                 break;
@@ -311,16 +330,6 @@ impl Execution {
         }
     }
 
-    fn key(&self, a: u32, b: u32, channel: u32, qp: u32) -> FlowKey {
-        let seed = mix(self.transport.seed ^ (u64::from(channel) << 40));
-        FlowKey::connection(
-            self.ranks.gpu(a),
-            self.ranks.gpu(b),
-            channel * self.transport.qps + qp,
-            seed,
-        )
-    }
-
     fn nvswitch_port(topo: &Topology, gpu: NodeId) -> Result<LinkId, ExecError> {
         topo.out_links(gpu)
             .iter()
@@ -331,20 +340,51 @@ impl Execution {
             })
     }
 
-    /// The strand of `t` on QP `qp`, carrying `weight`.
-    fn strand(
-        &self,
-        topo: &Topology,
+    /// The strand of `t` on QP `qp`, carrying `weight` and `bytes`, issued at `now` for `owner`:
+    /// its network leg goes where the hosts' path selection puts it.
+    #[allow(clippy::too_many_arguments)]
+    fn strand<E: Engine>(
+        &mut self,
+        net: &mut Network<'_, E>,
         t: &Transfer,
         qp: u32,
         weight: f64,
+        bytes: u64,
+        now: u64,
+        owner: u32,
     ) -> Result<Strand, ExecError> {
+        let topo = net.topology();
+        let tickets = &mut self.tickets;
+        let mut select = |key: FlowKey| -> Vec<Leg> {
+            if net.path_selection() == PathSelection::Hashed {
+                return vec![Leg::Routed(key)];
+            }
+            let (legs, ticket) = net.select(key, bytes, Nanos(now));
+            if let Some(ticket) = ticket {
+                tickets.entry(owner).or_default().push(ticket);
+            }
+            legs
+        };
+        // A connection per (pair, channel, QP), its source port seeded per channel.
+        let key = |a, b, q| {
+            let seed = mix(self.transport.seed ^ (u64::from(t.channel) << 40));
+            FlowKey::connection(
+                self.ranks.gpu(a),
+                self.ranks.gpu(b),
+                t.channel * self.transport.qps + q,
+                seed,
+            )
+        };
         let legs = match t.path {
-            Path::Direct => vec![Leg::Routed(self.key(t.src, t.dst, t.channel, qp))],
-            Path::Via(p) => vec![
-                Leg::Routed(self.key(t.src, p, t.channel, 0)),
-                Leg::Routed(self.key(p, t.dst, t.channel, qp)),
-            ],
+            Path::Direct if self.ranks.same_host(t.src, t.dst) => {
+                vec![Leg::Routed(key(t.src, t.dst, qp))]
+            }
+            Path::Direct => select(key(t.src, t.dst, qp)),
+            Path::Via(p) => {
+                let mut legs = vec![Leg::Routed(key(t.src, p, 0))];
+                legs.extend(select(key(p, t.dst, qp)));
+                legs
+            }
             Path::NvlsUp => vec![Leg::Link(Self::nvswitch_port(topo, self.ranks.gpu(t.src))?)],
             Path::NvlsDown => vec![Leg::Link(
                 Self::nvswitch_port(topo, self.ranks.gpu(t.dst))?.reverse(),
@@ -412,9 +452,9 @@ impl Execution {
         };
         let count = parts.len() as u32;
         let mut latency = 0;
-        let topo = net.topology();
+        let now = self.end;
         for (q, bytes) in parts {
-            let strand = self.strand(topo, &tr, q, 1.0)?;
+            let strand = self.strand(net, &tr, q, 1.0, bytes, now, t)?;
             latency = latency.max(self.submit(net, vec![strand], bytes, t, submitted)?);
         }
         if let State::Steps(s) = &mut self.state {
@@ -467,7 +507,7 @@ impl Execution {
             .collect();
         let most = wire.iter().copied().max().unwrap_or(0);
         let mut strands = Vec::new();
-        let topo = net.topology();
+        let now = self.end;
         for (&t, &w) in edges.iter().zip(&wire) {
             let tr = self.sched.transfers[t as usize];
             let qps = self.qps_for(&tr);
@@ -477,7 +517,8 @@ impl Execution {
                 1.0
             };
             for q in 0..qps {
-                strands.push(self.strand(topo, &tr, q, share / f64::from(qps))?);
+                let bytes = w / u64::from(qps);
+                strands.push(self.strand(net, &tr, q, share / f64::from(qps), bytes, now, i)?);
             }
         }
         let hops: Vec<HopKind> = edges

@@ -44,6 +44,7 @@ fn bench(
         routing,
         hash: HashConfig::default(),
         down: Vec::new(),
+        path_selection: Default::default(),
     }
 }
 

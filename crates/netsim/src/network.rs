@@ -13,7 +13,11 @@
 
 use std::collections::HashMap;
 
-use fabricsim_routing::{FlowKey, LinkCondition, LinkState, RouteError, Router, RoutingPolicy};
+use fabricsim_routing::key::mix;
+use fabricsim_routing::select::{Choice, PathSelection, Selector, Ticket};
+use fabricsim_routing::{
+    FlowKey, LinkCondition, LinkState, Route, RouteError, Router, RoutingPolicy,
+};
 use fabricsim_topology::{Bandwidth, LinkId, Nanos, NodeId, Topology};
 
 use crate::engine::{Completion, Engine, FlowId, FlowSpec, LinkStats};
@@ -60,6 +64,8 @@ pub struct Network<'t, E: Engine> {
     efficiency: Vec<f64>,
     /// Where flows are orbit representatives (see [`Fold`]).
     fold: Option<Fold>,
+    /// The hosts' path selection for messages issued through [`Network::select`].
+    selector: Selector,
 }
 
 /// Flows that stand for their orbits under a fabric automorphism: each flow submitted is one of
@@ -118,6 +124,45 @@ impl Fold {
 /// order of anything. A dense cache at the source of the repetition (per communicator and per
 /// send/receive pair, in the orchestrator) would remove it; that needs a way to submit a flow
 /// on links already routed.
+/// Paths a host can find toward `key`'s destination, as HPN finds them: the routes the
+/// switches give the connection's source port and its variants (a hashing policy spreads them
+/// as it spreads connections). Under a policy that gives no single path (spraying, a TE
+/// table's spread), the equal-cost paths themselves, from a place set by the pair.
+fn candidate_paths(
+    router: &mut Router<'_>,
+    state: &LinkState,
+    key: FlowKey,
+    limit: usize,
+) -> Vec<Vec<LinkId>> {
+    let mut out: Vec<Vec<LinkId>> = Vec::new();
+    for i in 0..limit as u16 {
+        let mut k = key;
+        k.src_port = 0xC000 | (key.src_port.wrapping_add(i.wrapping_mul(0x2F1B)) & 0x3FFF);
+        match router.route(state, &k) {
+            Ok(Route::Path { links, .. }) => {
+                if !out.contains(&links) {
+                    out.push(links);
+                }
+            }
+            _ => {
+                out.clear();
+                break;
+            }
+        }
+    }
+    if out.is_empty() {
+        out = router
+            .equal_cost_paths(state, key.src, key.dst, 4 * limit)
+            .map_or_else(|_| Vec::new(), |(paths, _)| paths);
+        if !out.is_empty() {
+            let start = (mix(u64::from(key.src.0) << 32 | u64::from(key.dst.0)) % out.len() as u64)
+                as usize;
+            out.rotate_left(start);
+        }
+    }
+    out
+}
+
 /// A route as the engine takes it: weighted links and the latency.
 type Routed = (Vec<(LinkId, f64)>, Nanos);
 
@@ -147,7 +192,39 @@ impl<'t, E: Engine> Network<'t, E> {
             scratch: Vec::new(),
             efficiency: Vec::new(),
             fold: None,
+            selector: Selector::default(),
         }
+    }
+
+    /// How hosts put messages on paths from now on ([`fabricsim_routing::select`]).
+    pub fn set_path_selection(&mut self, mode: PathSelection) {
+        self.selector = Selector::new(mode);
+    }
+
+    pub fn path_selection(&self) -> PathSelection {
+        self.selector.mode()
+    }
+
+    /// The legs of a message of `bytes` on connection `key` at `now`, as the hosts' path
+    /// selection puts it; hand the ticket back through [`Network::message_done`] when the
+    /// message is done.
+    pub fn select(&mut self, key: FlowKey, bytes: u64, now: Nanos) -> (Vec<Leg>, Option<Ticket>) {
+        let (topo, state, router) = (self.topo, &self.state, &mut self.router);
+        let (choice, ticket) =
+            self.selector
+                .choose(key, bytes, now, state.version(), topo, |_, _, limit| {
+                    candidate_paths(router, state, key, limit)
+                });
+        let legs = match choice {
+            Choice::Key(k) => vec![Leg::Routed(k)],
+            Choice::Path(links) => links.into_iter().map(Leg::Link).collect(),
+        };
+        (legs, ticket)
+    }
+
+    /// The message that took `ticket` is done at `now`.
+    pub fn message_done(&mut self, ticket: Ticket, now: Nanos) {
+        self.selector.done(ticket, now);
     }
 
     /// From now on, every flow submitted stands for its orbit (see [`Fold`]).

@@ -18,9 +18,11 @@ pub mod key;
 pub mod link_state;
 pub mod paths;
 pub mod router;
+pub mod select;
 
 pub use hash::{HashConfig, HashFunction};
 pub use key::{FlowKey, MAX_QPS, ROCEV2_PORT};
 pub use link_state::{cables_named, event_condition, DownError, LinkCondition, LinkState};
 pub use paths::PathFinder;
 pub use router::{HashedPolicy, Policy, Route, RouteError, Router, RoutingPolicy};
+pub use select::{PathSelection, Selector};
