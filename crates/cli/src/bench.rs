@@ -79,7 +79,8 @@ pub struct BenchArgs {
     /// Take a switch, a NIC or a cable (`A--B`) down for the run; repeatable.
     #[arg(long = "down", value_name = "NAME")]
     down: Vec<String>,
-    /// Run the sweep under each of these routing policies and print them side by side.
+    /// Run the sweep under each of these routing policies and print them side by side; each
+    /// may name a host-side path selection too (`ecmp,ecmp+disjoint,eecmp+flowlet:500us`).
     #[arg(long, value_name = "POLICIES", value_delimiter = ',')]
     compare_routing: Vec<String>,
     /// Print JSON.
@@ -137,7 +138,35 @@ struct Setup {
     bench: Bench,
     sizes: Vec<u64>,
     placement: Placement,
-    policies: Vec<Routing>,
+    policies: Vec<Variant>,
+}
+
+/// A routing policy with the hosts' path selection over it.
+#[derive(Clone, Copy)]
+struct Variant {
+    routing: Routing,
+    selection: PathSelection,
+}
+
+impl Variant {
+    /// `POLICY[+MODE]`; without a mode, `selection`.
+    fn parse(text: &str, selection: PathSelection) -> Option<Variant> {
+        let (routing, mode) = match text.split_once('+') {
+            Some((r, m)) => (r, Some(PathSelection::parse(m)?)),
+            None => (text, None),
+        };
+        Some(Variant {
+            routing: Routing::parse(routing)?,
+            selection: mode.unwrap_or(selection),
+        })
+    }
+
+    fn name(&self) -> String {
+        match self.selection {
+            PathSelection::Hashed => self.routing.name(),
+            s => format!("{}+{}", self.routing.name(), s.name()),
+        }
+    }
 }
 
 fn setup(args: &BenchArgs) -> Result<Setup, Failure> {
@@ -226,17 +255,31 @@ fn setup(args: &BenchArgs) -> Result<Setup, Failure> {
     for name in &args.down {
         down.extend(cables_named(&topo, name).map_err(|e| input(anyhow!("--down: {e}")))?);
     }
+    let selection = PathSelection::parse(&args.path_selection).ok_or_else(|| {
+        bad(
+            "path-selection",
+            &args.path_selection,
+            PathSelection::EXPECTED,
+        )
+    })?;
     let policies = if args.compare_routing.is_empty() {
-        vec![args.routing.routing()?]
+        vec![Variant {
+            routing: args.routing.routing()?,
+            selection,
+        }]
     } else {
         args.compare_routing
             .iter()
             .map(|p| {
-                Routing::parse(p).ok_or_else(|| {
+                Variant::parse(p, selection).ok_or_else(|| {
                     bad(
                         "compare-routing",
                         p,
-                        &format!("a list of {}", Routing::expected()),
+                        &format!(
+                            "a policy ({}), optionally +MODE ({})",
+                            Routing::expected(),
+                            PathSelection::EXPECTED
+                        ),
                     )
                 })
             })
@@ -256,16 +299,10 @@ fn setup(args: &BenchArgs) -> Result<Setup, Failure> {
             seed: args.routing.seed,
             gpu,
         },
-        routing: policies[0],
+        routing: policies[0].routing,
         hash: args.routing.hash()?,
         down,
-        path_selection: PathSelection::parse(&args.path_selection).ok_or_else(|| {
-            bad(
-                "path-selection",
-                &args.path_selection,
-                PathSelection::EXPECTED,
-            )
-        })?,
+        path_selection: policies[0].selection,
     };
     Ok(Setup {
         topo,
@@ -292,10 +329,11 @@ pub fn run(args: BenchArgs) -> CmdResult {
             &format!("one of {}", REDOPS.join(", ")),
         ));
     }
-    let mut results: Vec<(Routing, Vec<Row>)> = Vec::new();
-    for &routing in &s.policies {
+    let mut results: Vec<(Variant, Vec<Row>)> = Vec::new();
+    for &variant in &s.policies {
         let bench = Bench {
-            routing,
+            routing: variant.routing,
+            path_selection: variant.selection,
             ..s.bench.clone()
         };
         let mut rows = Vec::new();
@@ -309,14 +347,14 @@ pub fn run(args: BenchArgs) -> CmdResult {
                 }
             })?);
         }
-        results.push((routing, rows));
+        results.push((variant, rows));
     }
     if let Some(path) = &args.links {
         let runs: Vec<(Vec<String>, &[fabricsim_netsim::LinkUse])> = results
             .iter()
-            .flat_map(|(routing, rows)| {
+            .flat_map(|(variant, rows)| {
                 rows.iter()
-                    .map(move |r| (vec![routing.name(), r.size.to_string()], &r.links[..]))
+                    .map(move |r| (vec![variant.name(), r.size.to_string()], &r.links[..]))
             })
             .collect();
         crate::links::write_runs(path, &s.topo, &["routing", "size"], &runs)?;
@@ -338,7 +376,7 @@ fn header(args: &BenchArgs, s: &Setup) -> String {
     let routing = if s.policies.len() > 1 {
         "compared".to_string()
     } else {
-        s.policies[0].name()
+        s.policies[0].routing.name()
     };
     let mut h = format!(
         "# fabricsim bench: {} on {} {} GPUs ({} hosts, {} placement) of {}\n# routing {routing}, {} QP(s) per connection ({}), {} channels, {} fidelity, flow engine\n",
@@ -353,7 +391,7 @@ fn header(args: &BenchArgs, s: &Setup) -> String {
         s.bench.channels,
         s.bench.fidelity.name(),
     );
-    if s.bench.path_selection != PathSelection::Hashed {
+    if s.policies.len() == 1 && s.bench.path_selection != PathSelection::Hashed {
         h += &format!("# path selection {}\n", s.bench.path_selection.name());
     }
     for d in &args.down {
@@ -417,7 +455,7 @@ fn table(rows: &[Row], redop: &str, algo_tuned: bool, proto_tuned: bool) -> Stri
     out + &format!("# Avg bus bandwidth    : {avg:.3} GB/s\n") + tuner
 }
 
-fn side_by_side(results: &[(Routing, Vec<Row>)]) -> String {
+fn side_by_side(results: &[(Variant, Vec<Row>)]) -> String {
     let mut out = format!("#{:>12}", "size");
     for (p, _) in results {
         out += &format!(
@@ -446,7 +484,7 @@ fn side_by_side(results: &[(Routing, Vec<Row>)]) -> String {
     out
 }
 
-fn csv(results: &[(Routing, Vec<Row>)]) -> String {
+fn csv(results: &[(Variant, Vec<Row>)]) -> String {
     let mut out = String::from(
         "routing,size,count,type,redop,root,algorithm,protocol,tuned,time_us,algbw_gbps,busbw_gbps,busiest_tier,max_link_utilization,mean_link_utilization,flows\n",
     );
@@ -479,7 +517,7 @@ fn csv(results: &[(Routing, Vec<Row>)]) -> String {
 fn json(
     args: &BenchArgs,
     s: &Setup,
-    results: &[(Routing, Vec<Row>)],
+    results: &[(Variant, Vec<Row>)],
 ) -> serde_json::Result<String> {
     let runs: Vec<_> = results
         .iter()

@@ -123,6 +123,8 @@ fn bad_bench_flags_exit_2_naming_the_flag() {
             "power-of-two",
         ),
         (vec!["--compare-routing", "ecmp,magic"], "--compare-routing"),
+        (vec!["--compare-routing", "ecmp+magic"], "--compare-routing"),
+        (vec!["--path-selection", "disjoint:0"], "--path-selection"),
         // Billions of QPs once allocated a strand each and aborted.
         (vec!["--qps", "4294967295"], "1 to 128"),
         (vec!["--channels", "65"], "1 to 64"),
@@ -137,6 +139,41 @@ fn bad_bench_flags_exit_2_naming_the_flag() {
         let err = stderr(&out);
         assert!(err.contains(needle), "{args:?}: {err}");
     }
+}
+
+#[test]
+fn compare_routing_sets_path_selection_beside_the_policies() {
+    // HPN's dual-port NICs: sent by outstanding bytes over disjoint paths, a GPU's channel
+    // connections use both ports; hashed, the busier port sets the pace.
+    let out = fabricsim(&[
+        "bench",
+        "--preset",
+        "hpn",
+        "--set",
+        "segments=1",
+        "--set",
+        "hosts_per_segment=16",
+        "--gpus",
+        "128",
+        "-b",
+        "1G",
+        "-e",
+        "1G",
+        "--algo",
+        "ring",
+        "--proto",
+        "Simple",
+        "--compare-routing",
+        "ecmp,ecmp+disjoint",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let runs = v["runs"].as_array().unwrap();
+    assert_eq!(runs[0]["routing"], "ecmp");
+    assert_eq!(runs[1]["routing"], "ecmp+disjoint:4");
+    let busbw = |i: usize| runs[i]["results"][0]["busbw_gbps"].as_f64().unwrap();
+    assert!(busbw(1) > busbw(0), "{} vs {}", busbw(1), busbw(0));
 }
 
 #[test]
