@@ -99,6 +99,10 @@ pub struct BenchArgs {
     /// Write every link that carried bytes, per routing and size, as CSV (docs/outputs.md).
     #[arg(long, value_name = "FILE")]
     links: Option<PathBuf>,
+    /// Write a self-contained HTML report with plots: bandwidth against size per routing, the
+    /// links at the largest size (docs/outputs.md#html-report).
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
 }
 
 /// nccl-tests' reduction operations (`-o`).
@@ -348,6 +352,41 @@ pub fn run(args: BenchArgs) -> CmdResult {
             })?);
         }
         results.push((variant, rows));
+    }
+    if let Some(path) = &args.report {
+        let runs: Vec<(String, Vec<Row>)> = results
+            .iter()
+            .map(|(v, rows)| (v.name(), rows.clone()))
+            .collect();
+        let mut params = vec![
+            ("fabric".to_string(), s.topo.name().to_string()),
+            ("collective".to_string(), s.bench.op.name().to_string()),
+            (
+                "GPUs".to_string(),
+                format!("{} ({} hosts)", s.ranks.len(), s.ranks.hosts().len()),
+            ),
+            ("GPU".to_string(), s.bench.transport.gpu.name().to_string()),
+            ("placement".to_string(), s.placement.name().to_string()),
+            ("channels".to_string(), s.bench.channels.to_string()),
+            (
+                "QPs".to_string(),
+                format!(
+                    "{} ({})",
+                    s.bench.transport.qps,
+                    s.bench.transport.qp_mode.name()
+                ),
+            ),
+            ("fidelity".to_string(), s.bench.fidelity.name().to_string()),
+        ];
+        params.extend(args.down.iter().map(|d| ("down".to_string(), d.clone())));
+        let title = format!(
+            "fabricsim bench: {} on {} GPUs of {}",
+            s.bench.op.name(),
+            s.ranks.len(),
+            s.topo.name()
+        );
+        let html = fabricsim_report::bench(&title, &params, &s.topo, &runs);
+        write_output(Some(path), |o| o.write_all(html.as_bytes())).map_err(other)?;
     }
     if let Some(path) = &args.links {
         let runs: Vec<(Vec<String>, &[fabricsim_netsim::LinkUse])> = results

@@ -42,6 +42,10 @@ pub struct OutputArgs {
     /// Write every link that carried bytes, with its utilization, as CSV (docs/outputs.md).
     #[arg(long, value_name = "FILE")]
     links: Option<PathBuf>,
+    /// Write a self-contained HTML report with plots: jobs, time split, timelines, link heat
+    /// map (docs/outputs.md#html-report).
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
     /// Simulate every rank, even where the run is symmetric and one rank per orbit gives the
     /// same result (docs/commands/run.md#symmetry).
     #[arg(long)]
@@ -228,6 +232,12 @@ fn execute(scenario: Scenario, name: &str, out: &OutputArgs) -> CmdResult {
     } else {
         0
     };
+    // A report draws the first ranks' timelines.
+    let trace_ranks = if out.report.is_some() {
+        trace_ranks.max(fabricsim_report::TIMELINE_RANKS)
+    } else {
+        trace_ranks
+    };
     let tty = std::io::stderr().is_terminal();
     let options = RunOptions {
         trace_ranks,
@@ -271,6 +281,16 @@ fn execute(scenario: Scenario, name: &str, out: &OutputArgs) -> CmdResult {
     if let Some(path) = &trace_path {
         let text = trace_json(&run.output.jobs).to_string();
         write_output(Some(path), |o| o.write_all(text.as_bytes())).map_err(other)?;
+    }
+    if let Some(path) = &out.report {
+        let html = fabricsim_report::run(
+            &format!("fabricsim run: {name}"),
+            &run_params(&scenario, name, &topo, &run),
+            &topo,
+            &run.output,
+            &run.reports,
+        );
+        write_output(Some(path), |o| o.write_all(html.as_bytes())).map_err(other)?;
     }
     if let Some(path) = &out.links {
         crate::links::write_links(path, &topo, &run.output.links)?;
@@ -328,6 +348,42 @@ fn render(s: &Scenario, name: &str, topo: &Topology, run: &ScenarioRun) -> Strin
         run.output.events
     );
     out
+}
+
+/// The parameters a report lists.
+fn run_params(
+    s: &Scenario,
+    name: &str,
+    topo: &Topology,
+    run: &ScenarioRun,
+) -> Vec<(String, String)> {
+    let mut p = vec![
+        ("scenario".to_string(), name.to_string()),
+        (
+            "fabric".to_string(),
+            format!("{} ({} GPUs)", topo.name(), topo.gpus().len()),
+        ),
+        ("routing".to_string(), s.routing.name()),
+        ("path selection".to_string(), s.path_selection.name()),
+        (
+            "simulated".to_string(),
+            format!("{:.3} ms", run.output.end.0 as f64 * 1e-6),
+        ),
+        ("engine flows".to_string(), run.output.flows.to_string()),
+        ("events".to_string(), run.output.events.to_string()),
+    ];
+    for j in &s.jobs {
+        let placement = match &j.placement {
+            Placement::Packed => "packed".to_string(),
+            Placement::Random { seed } => format!("random (seed {seed})"),
+            Placement::Hosts(h) => format!("{} listed hosts", h.len()),
+        };
+        p.push((format!("job {}", j.name), format!("{placement} placement")));
+    }
+    for w in &run.warnings {
+        p.push(("warning".to_string(), w.clone()));
+    }
+    p
 }
 
 fn trigger_name(t: Trigger) -> &'static str {

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{fabricsim, stderr, stdout};
+use common::{fabricsim, self_contained_report, stderr, stdout};
 
 #[test]
 fn bench_prints_nccl_tests_columns_for_each_size() {
@@ -215,4 +215,31 @@ fn bench_writes_every_link_per_routing_and_size() {
         .collect();
     assert_eq!(runs, expected);
     assert!(text.contains(",rtsw->ctsw,"), "32 GPUs span racks");
+}
+
+#[test]
+fn bench_writes_a_report_with_a_line_per_policy() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("bench.html");
+    let out = fabricsim(&[
+        "bench",
+        "--preset",
+        "meta-ai-zone",
+        "--gpus",
+        "32",
+        "-b",
+        "1M",
+        "-e",
+        "64M",
+        "-f",
+        "8",
+        "--compare-routing",
+        "ecmp,eecmp",
+        "--report",
+        path.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // Bus and algorithm bandwidth, utilization, and a heat map per policy.
+    let html = self_contained_report(&path, 5);
+    assert!(html.contains("Links under ecmp at 64M") && html.contains("Links under eecmp at 64M"));
 }

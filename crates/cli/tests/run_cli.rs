@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{fabricsim, stderr, stdout};
+use common::{fabricsim, self_contained_report, stderr, stdout};
 
 fn examples(path: &str) -> String {
     format!(
@@ -409,4 +409,25 @@ fn set_changes_a_key_as_editing_the_file_would() {
         assert_eq!(o.status.code(), Some(2), "{arg}");
         assert!(stderr(&o).contains(want), "{arg}: {}", stderr(&o));
     }
+}
+
+#[test]
+fn run_writes_a_self_contained_report_with_its_charts() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.html");
+    let out = fabricsim(&["run", "--report", path.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // The time split, the first ranks' timeline and the links' heat map.
+    let html = self_contained_report(&path, 3);
+    for section in [
+        "Where the time goes",
+        "Timeline of llama3-8b",
+        "Link groups",
+        "Parameters",
+    ] {
+        assert!(html.contains(section), "no {section}");
+    }
+    // The summary printed is the same as without the report.
+    let plain = fabricsim(&["run"]);
+    assert_eq!(stdout(&out), stdout(&plain));
 }

@@ -144,7 +144,7 @@ impl<'t> Orchestrator<'t> {
         let found = if let Some(why) = &options.full_detail {
             Err(why.clone())
         } else if options.trace_ranks > 0 {
-            Err("a trace records every rank".to_string())
+            Err("the first ranks' slices are recorded (--trace, --report)".to_string())
         } else if net.path_selection() != PathSelection::Hashed {
             Err(format!(
                 "path selection {} decides per message",

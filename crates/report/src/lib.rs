@@ -1,0 +1,31 @@
+//! # fabricsim-report: what a run looks like
+//!
+//! One self-contained HTML page per run (`--report FILE.html`): the run's figures as tables,
+//! its plots as SVG drawn by plotters and inlined, and its parameters. The page names nothing
+//! to fetch (no scripts, fonts or style sheets), so it opens offline and can be mailed.
+//!
+//! - [`bench`]: bus and algorithm bandwidth against size per policy, the busiest link group,
+//!   the links at the largest size;
+//! - [`run`]: per job its figures, time split, collectives and its first ranks' timeline; the
+//!   link groups, a heat map of every link by tier and the busiest links.
+//!
+//! The front ends pass their results in; this layer computes nothing of the simulation.
+
+pub mod charts;
+pub mod page;
+
+mod bench;
+mod links;
+mod run;
+
+pub use bench::bench;
+pub use run::{run, TIMELINE_RANKS};
+
+/// The parameters table.
+fn params(params: &[(String, String)]) -> String {
+    let rows: Vec<Vec<String>> = params
+        .iter()
+        .map(|(k, v)| vec![k.clone(), v.clone()])
+        .collect();
+    page::table(&["parameter", "value"], &rows)
+}
