@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::anyhow;
 use clap::Args;
-use fabricsim_collectives::bench::{run_size, sweep_sizes, Bench, Row};
+use fabricsim_collectives::bench::{data_type, run_size, sweep_sizes, Bench, Row, DATA_TYPES};
 use fabricsim_collectives::placement::{place, Placement};
 use fabricsim_collectives::{
     Algorithm, Collective, Fidelity, Generation, Protocol, QpMode, Ranks, Transport, DEFAULT_CHUNK,
@@ -93,6 +93,23 @@ pub struct BenchArgs {
     /// bytes; it is printed in the redop column).
     #[arg(short = 'o', long = "op", default_value = "sum")]
     op: String,
+    /// Data type, as nccl-tests' `-d`: int8, uint8, int32, uint32, int64, uint64, half, float,
+    /// double, bfloat16, fp8_e4m3. It sets the count column and how sizes round.
+    #[arg(short = 'd', long = "datatype", default_value = "float")]
+    datatype: String,
+    /// Iterations, as nccl-tests' `-n`: accepted for its command lines, and of no effect (a
+    /// simulation gives the same time every iteration).
+    #[arg(short = 'n', long = "iters", value_name = "N")]
+    iters: Option<u64>,
+    /// Warm-up iterations (`-w`): accepted, of no effect.
+    #[arg(short = 'w', long = "warmup_iters", value_name = "N")]
+    warmup_iters: Option<u64>,
+    /// nccl-tests' GPUs per thread (`-g`): refused; say how many GPUs with --gpus.
+    #[arg(short = 'g', long = "ngpus", value_name = "N", hide = true)]
+    ngpus: Option<String>,
+    /// nccl-tests' threads per process (`-t`): refused; say how many GPUs with --gpus.
+    #[arg(short = 't', long = "nthreads", value_name = "N", hide = true)]
+    nthreads: Option<String>,
     /// Write the output to this file instead of stdout (whole or not at all).
     #[arg(long)]
     output: Option<PathBuf>,
@@ -259,6 +276,32 @@ fn setup(args: &BenchArgs) -> Result<Setup, Failure> {
     for name in &args.down {
         down.extend(cables_named(&topo, name).map_err(|e| input(anyhow!("--down: {e}")))?);
     }
+    for (flag, given) in [
+        ("-g/--ngpus", &args.ngpus),
+        ("-t/--nthreads", &args.nthreads),
+    ] {
+        if given.is_some() {
+            return Err(input(anyhow!(
+                "{flag}: nccl-tests' GPUs per thread and threads per process have no meaning in a \
+                 simulation; give the number of GPUs with --gpus N"
+            )));
+        }
+    }
+    let _ = (args.iters, args.warmup_iters); // a simulated iteration is the same every time
+    let dtype = data_type(&args.datatype).ok_or_else(|| {
+        bad(
+            "datatype",
+            &args.datatype,
+            &format!(
+                "one of {}",
+                DATA_TYPES
+                    .iter()
+                    .map(|d| d.0)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )
+    })?;
     let selection = PathSelection::parse(&args.path_selection).ok_or_else(|| {
         bad(
             "path-selection",
@@ -307,6 +350,7 @@ fn setup(args: &BenchArgs) -> Result<Setup, Failure> {
         hash: args.routing.hash()?,
         down,
         path_selection: policies[0].selection,
+        dtype,
     };
     Ok(Setup {
         topo,

@@ -68,6 +68,8 @@ enum Command {
     /// A scenario over the cartesian product of some of its keys' values: one table row per
     /// point, seed and job.
     Sweep(sweep::SweepArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish or powershell) to stdout.
+    Completions { shell: clap_complete::Shell },
 }
 
 fn main() -> ExitCode {
@@ -93,6 +95,15 @@ fn main() -> ExitCode {
         Command::Whatif(args) => whatif::run(*args),
         Command::Buffer(args) => buffer::run(*args),
         Command::Sweep(args) => sweep::run(args),
+        Command::Completions { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut <Cli as clap::CommandFactory>::command(),
+                "fabricsim",
+                &mut std::io::stdout(),
+            );
+            Ok(())
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

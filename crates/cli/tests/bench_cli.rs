@@ -125,6 +125,9 @@ fn bad_bench_flags_exit_2_naming_the_flag() {
         (vec!["--compare-routing", "ecmp,magic"], "--compare-routing"),
         (vec!["--compare-routing", "ecmp+magic"], "--compare-routing"),
         (vec!["--path-selection", "disjoint:0"], "--path-selection"),
+        (vec!["-d", "float128"], "--datatype"),
+        (vec!["-g", "8"], "--gpus N"),
+        (vec!["-t", "2"], "--gpus N"),
         // Billions of QPs once allocated a strand each and aborted.
         (vec!["--qps", "4294967295"], "1 to 128"),
         (vec!["--channels", "65"], "1 to 64"),
@@ -242,4 +245,21 @@ fn bench_writes_a_report_with_a_line_per_policy() {
     // Bus and algorithm bandwidth, utilization, and a heat map per policy.
     let html = self_contained_report(&path, 5);
     assert!(html.contains("Links under ecmp at 64M") && html.contains("Links under eecmp at 64M"));
+}
+
+#[test]
+fn nccl_tests_data_types_and_iteration_flags_are_taken() {
+    let out = fabricsim(&[
+        "bench", "--gpus", "16", "-b", "1M", "-e", "1M", "-d", "bfloat16", "-n", "20", "-w", "5",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let row: Vec<&str> = text
+        .lines()
+        .find(|l| !l.starts_with('#'))
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    // size, count (2-byte elements), type.
+    assert_eq!(&row[..3], &["1048576", "524288", "bfloat16"]);
 }

@@ -431,3 +431,20 @@ fn run_writes_a_self_contained_report_with_its_charts() {
     let plain = fabricsim(&["run"]);
     assert_eq!(stdout(&out), stdout(&plain));
 }
+
+#[test]
+fn completions_name_every_command_and_refuse_unknown_shells() {
+    let out = fabricsim(&["completions", "bash"]);
+    assert!(out.status.success());
+    let script = stdout(&out);
+    for word in ["bench", "replay", "whatif", "--path-selection", "--report"] {
+        assert!(script.contains(word), "{word} missing");
+    }
+    for shell in ["zsh", "fish"] {
+        assert!(
+            fabricsim(&["completions", shell]).status.success(),
+            "{shell}"
+        );
+    }
+    assert_eq!(fabricsim(&["completions", "tcsh"]).status.code(), Some(2));
+}

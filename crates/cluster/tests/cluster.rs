@@ -96,6 +96,7 @@ fn collective_only_traces_agree_with_bench() {
             hash: HashConfig::default(),
             down: Vec::new(),
             path_selection: Default::default(),
+            dtype: ("float", 4),
         };
         let row = run_size(&topo, &ranks, &bench, bytes).unwrap();
         let sim = reports[0].iteration_ms * 1e3;

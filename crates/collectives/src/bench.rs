@@ -37,8 +37,29 @@ use crate::schedule::{Path, Schedule};
 use crate::tuner::settle;
 use crate::PlanError;
 
-/// Bytes per element of the benchmark's data type (`float`).
+/// Bytes per element of nccl-tests' default data type (`float`).
 pub const TYPE_SIZE: u64 = 4;
+
+/// nccl-tests' data types (`-d`), with their bytes per element. They set the element count and
+/// how sizes round; the simulation moves bytes, so none changes a time.
+pub const DATA_TYPES: [(&str, u64); 11] = [
+    ("int8", 1),
+    ("uint8", 1),
+    ("int32", 4),
+    ("uint32", 4),
+    ("int64", 8),
+    ("uint64", 8),
+    ("half", 2),
+    ("float", 4),
+    ("double", 8),
+    ("bfloat16", 2),
+    ("fp8_e4m3", 1),
+];
+
+/// The data type named `name` (nccl-tests' names; `all` is not supported).
+pub fn data_type(name: &str) -> Option<(&'static str, u64)> {
+    DATA_TYPES.iter().copied().find(|&(n, _)| n == name)
+}
 
 /// What to benchmark, apart from the size.
 #[derive(Clone, Debug)]
@@ -60,6 +81,8 @@ pub struct Bench {
     pub down: Vec<LinkId>,
     /// How hosts put messages on paths ([`fabricsim_routing::select`]).
     pub path_selection: PathSelection,
+    /// The data type: its name and bytes per element ([`DATA_TYPES`]).
+    pub dtype: (&'static str, u64),
 }
 
 impl Bench {
@@ -84,6 +107,7 @@ impl Bench {
             hash: HashConfig::default(),
             down: Vec::new(),
             path_selection: PathSelection::Hashed,
+            dtype: ("float", TYPE_SIZE),
         }
     }
 }
@@ -149,22 +173,23 @@ pub fn sweep_sizes(begin: u64, end: u64, factor: u64) -> Vec<u64> {
     out
 }
 
-/// `size` rounded down to whole elements (per rank where the operation splits by rank).
-pub fn round_size(op: Collective, size: u64, n: usize) -> u64 {
+/// `size` rounded down to whole elements of `elem` bytes (per rank where the operation splits
+/// by rank).
+pub fn round_size(op: Collective, size: u64, n: usize, elem: u64) -> u64 {
     if op == Collective::Barrier {
         return 0;
     }
     let unit = if op.per_rank_pieces() {
-        TYPE_SIZE * n as u64
+        elem * n as u64
     } else {
-        TYPE_SIZE
+        elem
     };
     size / unit * unit
 }
 
 /// The all-to-allv size matrix of a benchmark: per pair, uniform in [0, 2·size/n] (mean
 /// size/n, like all-to-all), deterministic in `seed`; nothing to oneself.
-pub fn alltoallv_sizes(size: u64, n: usize, seed: u64) -> Vec<u64> {
+pub fn alltoallv_sizes(size: u64, n: usize, seed: u64, elem: u64) -> Vec<u64> {
     let per = 2 * size / n as u64;
     (0..n * n)
         .map(|ij| {
@@ -172,7 +197,7 @@ pub fn alltoallv_sizes(size: u64, n: usize, seed: u64) -> Vec<u64> {
             if i == j || per == 0 {
                 0
             } else {
-                mix(seed ^ ((i as u64) << 32) ^ j as u64) % (per + 1) / TYPE_SIZE * TYPE_SIZE
+                mix(seed ^ ((i as u64) << 32) ^ j as u64) % (per + 1) / elem * elem
             }
         })
         .collect()
@@ -212,9 +237,9 @@ fn plan_size(
     platform: &Platform,
 ) -> Result<Planned, BenchError> {
     let op = bench.op;
-    let size = round_size(op, size, ranks.len());
+    let size = round_size(op, size, ranks.len(), bench.dtype.1);
     let sizes = (op == Collective::AllToAllV)
-        .then(|| alltoallv_sizes(size, ranks.len(), bench.transport.seed));
+        .then(|| alltoallv_sizes(size, ranks.len(), bench.transport.seed, bench.dtype.1));
     let mut planned = Planned {
         size,
         algorithm: Algorithm::Ring,
@@ -347,8 +372,8 @@ pub fn run_size(
     };
     Ok(Row {
         size,
-        count: size / TYPE_SIZE,
-        dtype: "float",
+        count: size / bench.dtype.1,
+        dtype: bench.dtype.0,
         redop: op.reduces().then_some("sum"),
         root: op.rooted().then_some(0),
         algorithm: algorithm.name(),

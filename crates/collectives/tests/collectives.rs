@@ -45,6 +45,7 @@ fn bench(
         hash: HashConfig::default(),
         down: Vec::new(),
         path_selection: Default::default(),
+        dtype: ("float", 4),
     }
 }
 

@@ -83,7 +83,7 @@ fn predicted_and_simulated_times_agree_where_nothing_is_congested() {
                     let simulated = run_size(&topo, &ranks, &bench, size).unwrap().time_us;
                     let req = Request {
                         op,
-                        bytes: round_size(op, size, ranks.len()),
+                        bytes: round_size(op, size, ranks.len(), 4),
                         ranks: &ranks,
                         algorithm,
                         channels: bench.channels,
