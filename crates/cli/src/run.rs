@@ -15,6 +15,7 @@ use fabricsim_cluster::trace::trace_json;
 use fabricsim_cluster::CommConfig;
 use fabricsim_routing::PathSelection;
 use fabricsim_te::Routing;
+use fabricsim_topology::Nanos;
 use fabricsim_topology::Topology;
 use fabricsim_workload::chakra;
 use fabricsim_workload::{Efficiency, GpuSpec};
@@ -46,6 +47,10 @@ pub struct OutputArgs {
     /// map (docs/outputs.md#html-report).
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
+    /// Sample each link group's utilization this often, for the trace's counter tracks and the
+    /// report's chart (default 1ms with --trace or --report).
+    #[arg(long, value_name = "TIME")]
+    sample_every: Option<String>,
     /// Simulate every rank, even where the run is symmetric and one rank per orbit gives the
     /// same result (docs/commands/run.md#symmetry).
     #[arg(long)]
@@ -243,6 +248,20 @@ fn execute(scenario: Scenario, name: &str, out: &OutputArgs) -> CmdResult {
         trace_ranks,
         progress_every: if tty { 200_000 } else { 0 },
         full_detail: out.full_detail.then(|| "--full-detail".to_string()),
+        sample_every: match &out.sample_every {
+            Some(t) => match t.parse::<Nanos>() {
+                Ok(t) if t.0 > 0 => t.0,
+                _ => {
+                    return Err(crate::bench::bad(
+                        "sample-every",
+                        t,
+                        "a time above 0, such as 1ms",
+                    ))
+                }
+            },
+            None if trace_path.is_some() || out.report.is_some() => 1_000_000,
+            None => 0,
+        },
     };
     let bar = crate::progress::bar(1, "ops");
     let result = simulate(&scenario, &topo, options, |t, done, total| {
@@ -279,7 +298,7 @@ fn execute(scenario: Scenario, name: &str, out: &OutputArgs) -> CmdResult {
         eprintln!("warning: {w}");
     }
     if let Some(path) = &trace_path {
-        let text = trace_json(&run.output.jobs).to_string();
+        let text = trace_json(&run.output.jobs, &run.output.series).to_string();
         write_output(Some(path), |o| o.write_all(text.as_bytes())).map_err(other)?;
     }
     if let Some(path) = &out.report {

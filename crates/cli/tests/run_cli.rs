@@ -155,6 +155,21 @@ fn trace_slices_on_one_thread_never_overlap() {
         let key = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
         threads.entry(key).or_default().push((ts, ts + dur));
     }
+    // Counter tracks: each link group's mean and busiest utilization, sampled every 1 ms.
+    let counters: Vec<&serde_json::Value> = events.iter().filter(|e| e["ph"] == "C").collect();
+    assert!(counters
+        .iter()
+        .any(|e| e["name"] == "rtsw->ctsw utilization"));
+    for c in &counters {
+        let (mean, max) = (
+            c["args"]["mean"].as_f64().unwrap(),
+            c["args"]["max"].as_f64().unwrap(),
+        );
+        assert!(
+            (0.0..=max + 1e-6).contains(&mean) && max <= 1.0 + 1e-6,
+            "{c}"
+        );
+    }
     let named = events
         .iter()
         .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")
@@ -422,6 +437,7 @@ fn run_writes_a_self_contained_report_with_its_charts() {
     for section in [
         "Where the time goes",
         "Timeline of llama3-8b",
+        "Link utilization over time",
         "Link groups",
         "Parameters",
     ] {

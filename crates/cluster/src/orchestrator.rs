@@ -39,6 +39,7 @@ use crate::stats::{CollectiveKey, CommScope, JobStats, Lane, Slice};
 pub use crate::symmetry::SymmetryUse;
 
 mod diagnose;
+mod sampling;
 mod state;
 mod transfers;
 
@@ -93,6 +94,8 @@ pub struct RunOutput {
     pub tiers: Vec<fabricsim_routing::balance::GroupLoad>,
     /// Every link that carried bytes, over the run.
     pub links: Vec<fabricsim_netsim::LinkUse>,
+    /// Link groups' utilization over time, when sampled ([`RunOptions::sample_every`]).
+    pub series: crate::stats::TierSeries,
 }
 
 /// Options of a run.
@@ -105,6 +108,8 @@ pub struct RunOptions {
     /// Simulate every rank, even where one representative per orbit would give the same
     /// result ([`crate::symmetry`]), and why (`--full-detail`, link events during the run).
     pub full_detail: Option<String>,
+    /// Sample the link groups' utilization every this many ns (0: never).
+    pub sample_every: u64,
 }
 
 pub struct Orchestrator<'t> {
@@ -130,6 +135,7 @@ pub struct Orchestrator<'t> {
     applied: usize,
     te: Option<TeController>,
     symmetry: SymmetryUse,
+    sampler: Option<sampling::Sampler>,
 }
 
 impl<'t> Orchestrator<'t> {
@@ -189,6 +195,8 @@ impl<'t> Orchestrator<'t> {
                 (jobs, SymmetryUse::Off(why))
             }
         };
+        let sampler =
+            (options.sample_every > 0).then(|| sampling::Sampler::new(topo, options.sample_every));
         Orchestrator {
             net,
             topo,
@@ -208,6 +216,7 @@ impl<'t> Orchestrator<'t> {
             applied: 0,
             te: None,
             symmetry,
+            sampler,
         }
     }
 
@@ -284,6 +293,9 @@ impl<'t> Orchestrator<'t> {
             let Some(t) = [own, engine, control].into_iter().flatten().min() else {
                 break;
             };
+            if let Some(s) = &mut self.sampler {
+                s.before(&mut self.net, t);
+            }
             now = t;
             done.clear();
             self.net.advance(Nanos(t), &mut done);
@@ -385,6 +397,7 @@ impl<'t> Orchestrator<'t> {
             tiers,
             links,
             symmetry: self.symmetry,
+            series: self.sampler.map(|s| s.series).unwrap_or_default(),
         })
     }
 

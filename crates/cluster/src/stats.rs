@@ -70,6 +70,15 @@ pub enum Lane {
     Memory,
 }
 
+/// Link groups' utilization over a run: per sample time (ns), each group's mean and highest
+/// link utilization at that instant; a value holds until the next sample.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TierSeries {
+    /// `lower->upper` or `upper->lower` by tier name, in order of the first link of each.
+    pub groups: Vec<String>,
+    pub samples: Vec<(u64, Vec<(f32, f32)>)>,
+}
+
 /// One op's span on a rank, for the trace.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Slice {

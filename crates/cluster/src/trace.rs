@@ -2,6 +2,9 @@
 //! process per job, per rank a compute, a communication and a memory thread, one complete event
 //! (`"ph": "X"`, `ts` and `dur` in µs, the op's rank and lane as `args`) per op.
 //!
+//! When the run sampled its links, a "fabric links" process has a counter track per link group
+//! (`rtsw->ctsw utilization`, its `mean` and `max` over time).
+//!
 //! Complete events on one thread must nest, and ops of one lane overlap (a rank's FSDP
 //! all-gather runs while its TP collectives do), so each lane is split into as many tracks as
 //! it has ops at once: an op goes on the first track free when it starts (interval
@@ -10,10 +13,29 @@
 
 use serde_json::{json, Value};
 
-use crate::stats::{JobStats, Lane};
+use crate::stats::{JobStats, Lane, TierSeries};
 
-pub fn trace_json(jobs: &[JobStats]) -> Value {
+/// The trace of `jobs`, with `series` (when sampled) as counter tracks of a "fabric" process:
+/// one per link group, its mean and highest link utilization over time.
+pub fn trace_json(jobs: &[JobStats], series: &TierSeries) -> Value {
     let mut events = Vec::new();
+    if !series.samples.is_empty() {
+        let pid = jobs.len();
+        events.push(
+            json!({"ph": "M", "name": "process_name", "pid": pid, "args": {"name": "fabric links"}}),
+        );
+        for (at, stats) in &series.samples {
+            for (group, (mean, max)) in series.groups.iter().zip(stats) {
+                events.push(json!({
+                    "ph": "C",
+                    "name": format!("{group} utilization"),
+                    "pid": pid,
+                    "ts": *at as f64 / 1e3,
+                    "args": {"mean": mean, "max": max},
+                }));
+            }
+        }
+    }
     for (pid, job) in jobs.iter().enumerate() {
         events.push(
             json!({"ph": "M", "name": "process_name", "pid": pid, "args": {"name": job.name}}),

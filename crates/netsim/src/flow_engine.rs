@@ -275,6 +275,20 @@ impl FlowEngine {
         self.solved_flows
     }
 
+    /// Each link's utilization now (load over capacity; 0 for a link of no capacity), in link
+    /// order, into `out`.
+    pub fn utilization_now(&mut self, out: &mut Vec<f64>) {
+        self.solve_dirty();
+        out.clear();
+        out.extend(self.link.iter().map(|l| {
+            if l.capacity > 0.0 {
+                l.load() / l.capacity
+            } else {
+                0.0
+            }
+        }));
+    }
+
     /// Flows submitted so far.
     pub fn flow_count(&self) -> usize {
         self.members.len()

@@ -531,3 +531,16 @@ impl<'t, E: Engine> Network<'t, E> {
         }
     }
 }
+
+impl Network<'_, crate::FlowEngine> {
+    /// Each link's utilization now, into `out` (under a fold, each link with its orbit's first
+    /// link's).
+    pub fn utilization_now(&mut self, out: &mut Vec<f64>) {
+        self.engine.utilization_now(out);
+        if let Some(fold) = &self.fold {
+            for (l, &first) in fold.first.iter().enumerate() {
+                out[l] = out[first.index()];
+            }
+        }
+    }
+}

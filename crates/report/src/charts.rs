@@ -95,6 +95,43 @@ pub fn lines_by_size(title: &str, y_label: &str, series: &[(String, Vec<(u64, f6
     chart + &legend(&series.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>())
 }
 
+/// Step lines of `series` (name, (ms, value) points, each value holding until the next point)
+/// against time, with the legend below.
+pub fn lines_over_time(title: &str, y_label: &str, series: &[(String, Vec<(f64, f64)>)]) -> String {
+    let end = series
+        .iter()
+        .flat_map(|(_, p)| p.last().map(|q| q.0))
+        .fold(0.0f64, f64::max)
+        .max(1e-9);
+    let top = series
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|q| q.1))
+        .fold(0.0f64, f64::max)
+        .max(1e-9)
+        * 1.1;
+    let chart = svg((760, 340), |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0f64..end, 0f64..top)?;
+        chart
+            .configure_mesh()
+            .label_style(("sans-serif", 13))
+            .x_desc("ms")
+            .y_desc(y_label)
+            .draw()?;
+        for (i, (_, points)) in series.iter().enumerate() {
+            let steps = points.windows(2).flat_map(|w| [w[0], (w[1].0, w[0].1)]);
+            let steps: Vec<(f64, f64)> = steps.chain(points.last().copied()).collect();
+            chart.draw_series(LineSeries::new(steps, color(i).stroke_width(1)))?;
+        }
+        Ok(())
+    });
+    chart + &legend(&series.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>())
+}
+
 /// `bytes` as 1K, 4M, 16G.
 pub fn size_label(bytes: u64) -> String {
     for (unit, shift) in [("G", 30), ("M", 20), ("K", 10)] {

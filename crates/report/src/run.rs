@@ -5,7 +5,7 @@ use fabricsim_cluster::stats::Lane;
 use fabricsim_cluster::{JobReport, RunOutput};
 use fabricsim_topology::Topology;
 
-use crate::charts::{stacked_bars, timeline, Span};
+use crate::charts::{lines_over_time, stacked_bars, timeline, Span};
 use crate::page::{note, table, Page};
 
 /// Ranks a timeline shows at most.
@@ -124,6 +124,28 @@ pub fn run(
                 ),
             );
         }
+    }
+    if !out.series.samples.is_empty() {
+        let lines: Vec<(String, Vec<(f64, f64)>)> = out
+            .series
+            .groups
+            .iter()
+            .enumerate()
+            .map(|(g, name)| {
+                let points = out
+                    .series
+                    .samples
+                    .iter()
+                    .map(|(t, stats)| (*t as f64 * 1e-6, f64::from(stats[g].1)))
+                    .collect();
+                (name.clone(), points)
+            })
+            .collect();
+        page.section(
+            "Link utilization over time",
+            &(lines_over_time("Busiest link of each group", "utilization", &lines)
+                + &note("Sampled at fixed instants; a value holds until the next sample.")),
+        );
     }
     let tiers: Vec<Vec<String>> = out
         .tiers
