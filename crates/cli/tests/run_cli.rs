@@ -155,6 +155,18 @@ fn trace_slices_on_one_thread_never_overlap() {
         let key = (e["pid"].as_u64().unwrap(), e["tid"].as_u64().unwrap());
         threads.entry(key).or_default().push((ts, ts + dur));
     }
+    // Args say what each op moved or computed.
+    let with = |key: &str| {
+        events
+            .iter()
+            .filter(|e| e["ph"] == "X" && !e["args"][key].is_null())
+            .count()
+    };
+    assert!(with("flops") > 0 && with("bytes") > 0 && with("peer") > 0);
+    assert!(events.iter().any(|e| e["ph"] == "X"
+        && e["args"]["group"] == "dp0"
+        && e["args"]["algorithm"].is_string()
+        && e["args"]["protocol"].is_string()));
     // Counter tracks: each link group's mean and busiest utilization, sampled every 1 ms.
     let counters: Vec<&serde_json::Value> = events.iter().filter(|e| e["ph"] == "C").collect();
     assert!(counters

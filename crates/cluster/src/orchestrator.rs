@@ -35,7 +35,7 @@ use fabricsim_workload::OpKind;
 
 use crate::control::{LinkEvent, Recompute, ResolvedEvent, TeController, Trigger};
 use crate::job::JobSpec;
-use crate::stats::{CollectiveKey, CommScope, JobStats, Lane, Slice};
+use crate::stats::{CollectiveKey, CommScope, Detail, JobStats, Lane, Slice};
 pub use crate::symmetry::SymmetryUse;
 
 mod diagnose;
@@ -582,13 +582,25 @@ impl<'t> Orchestrator<'t> {
         stream.busy = false;
         let (op, since) = (stream.op, stream.since);
         let lane = if memory { Lane::Memory } else { Lane::Compute };
-        let label = job.spec.workload.program_of(r).ops[op as usize].label;
+        let the_op = job.spec.workload.program_of(r).ops[op as usize];
+        let detail = match the_op.kind {
+            OpKind::Compute(c) => Detail {
+                flops: c.flops,
+                ..Detail::default()
+            },
+            OpKind::Memory { bytes, .. } => Detail {
+                bytes,
+                ..Detail::default()
+            },
+            _ => Detail::default(),
+        };
         job.stats.slice(Slice {
             rank: r,
             lane,
-            label,
+            label: the_op.label,
             start: since,
             end: t,
+            detail,
         });
         if !memory {
             if let OpKind::Compute(c) = job.spec.workload.program_of(r).ops[op as usize].kind {
@@ -765,7 +777,7 @@ impl<'t> Orchestrator<'t> {
         job.stats
             .collective(key, bytes, t - start, job.weight[g as usize]);
         for &(r, op_index, arrived) in &members {
-            job.comm_ended(r, op_index, arrived, t);
+            job.comm_ended(r, op_index, arrived, t, algorithm);
         }
         let gs = &mut job.groups[g as usize];
         gs.busy = false;

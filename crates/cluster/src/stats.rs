@@ -80,13 +80,27 @@ pub struct TierSeries {
 }
 
 /// One op's span on a rank, for the trace.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Slice {
     pub rank: u32,
     pub lane: Lane,
     pub label: u32,
     pub start: u64,
     pub end: u64,
+    /// What the op moved or computed, for the trace's args.
+    pub detail: Detail,
+}
+
+/// An op's figures in a trace: bytes moved (a collective's nccl-tests size, a transfer's, a
+/// memory op's), FLOPs of a kernel, the communicator (index into [`JobStats::groups`]) or the
+/// peer rank, and the algorithm and protocol a collective ran.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Detail {
+    pub bytes: u64,
+    pub flops: f64,
+    pub group: Option<u32>,
+    pub peer: Option<u32>,
+    pub algorithm: Option<(&'static str, &'static str)>,
 }
 
 /// Collectives are reported by operation and communicator kind (the group name without its
@@ -151,6 +165,8 @@ pub struct JobStats {
     pub trace_ranks: u32,
     pub slices: Vec<Slice>,
     pub labels: Vec<String>,
+    /// The workload's communicator names, when slices are recorded.
+    pub groups: Vec<String>,
 }
 
 impl JobStats {
@@ -173,6 +189,15 @@ impl JobStats {
             slices: Vec::new(),
             labels: if trace_ranks > 0 {
                 spec.workload.labels.clone()
+            } else {
+                Vec::new()
+            },
+            groups: if trace_ranks > 0 {
+                spec.workload
+                    .groups
+                    .iter()
+                    .map(|g| g.name.clone())
+                    .collect()
             } else {
                 Vec::new()
             },

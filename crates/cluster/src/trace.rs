@@ -1,6 +1,8 @@
 //! Perfetto / Chrome trace JSON (the "Trace Event Format", opened by ui.perfetto.dev): one
 //! process per job, per rank a compute, a communication and a memory thread, one complete event
-//! (`"ph": "X"`, `ts` and `dur` in µs, the op's rank and lane as `args`) per op.
+//! (`"ph": "X"`, `ts` and `dur` in µs) per op, its `args` the rank and lane and what it moved or
+//! computed: `bytes`, `flops`, the communicator `group` or the `peer` rank, and a collective's
+//! `algorithm` and `protocol`.
 //!
 //! When the run sampled its links, a "fabric links" process has a counter track per link group
 //! (`rtsw->ctsw utilization`, its `mean` and `max` over time).
@@ -79,11 +81,34 @@ pub fn trace_json(jobs: &[JobStats], series: &TierSeries) -> Value {
                 "tid": tid,
                 "ts": s.start as f64 / 1e3,
                 "dur": (s.end - s.start) as f64 / 1e3,
-                "args": {"rank": s.rank, "lane": lane_name(s.lane)},
+                "args": args(job, &s),
             }));
         }
     }
     json!({"displayTimeUnit": "ms", "traceEvents": events})
+}
+
+/// A slice's args: its rank and lane, and what it moved or computed.
+fn args(job: &JobStats, s: &crate::stats::Slice) -> Value {
+    let mut a = json!({"rank": s.rank, "lane": lane_name(s.lane)});
+    let d = &s.detail;
+    if d.bytes > 0 {
+        a["bytes"] = json!(d.bytes);
+    }
+    if d.flops > 0.0 {
+        a["flops"] = json!(d.flops);
+    }
+    if let Some(g) = d.group.and_then(|g| job.groups.get(g as usize)) {
+        a["group"] = json!(g);
+    }
+    if let Some(p) = d.peer {
+        a["peer"] = json!(p);
+    }
+    if let Some((algorithm, protocol)) = d.algorithm {
+        a["algorithm"] = json!(algorithm);
+        a["protocol"] = json!(protocol);
+    }
+    a
 }
 
 fn lane_name(lane: Lane) -> &'static str {

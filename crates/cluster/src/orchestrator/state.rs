@@ -13,7 +13,7 @@ use fabricsim_workload::{ComputeModel, OpKind, Program};
 
 use crate::job::{CommConfig, JobSpec};
 use crate::p2p::P2p;
-use crate::stats::{CommScope, JobStats, Lane, Slice};
+use crate::stats::{CommScope, Detail, JobStats, Lane, Slice};
 
 /// Reverse dependency edges of a program (CSR) and each op's sequence number on its
 /// communicator slot.
@@ -442,19 +442,46 @@ impl JobState {
         }
     }
 
-    /// Rank `r`'s communication op `op`, in flight since `since`, ends at `t`.
-    pub(super) fn comm_ended(&mut self, r: u32, op: u32, since: u64, t: u64) {
+    /// Rank `r`'s communication op `op`, in flight since `since`, ends at `t`; a collective
+    /// ran `algorithm`.
+    pub(super) fn comm_ended(
+        &mut self,
+        r: u32,
+        op: u32,
+        since: u64,
+        t: u64,
+        algorithm: Option<(&'static str, &'static str)>,
+    ) {
         let scope = self.scope_of(r, op);
         let rank = &mut self.ranks[r as usize];
         rank.account(t);
         rank.comm_active[scope as usize] -= 1;
-        let label = self.spec.workload.program_of(r).ops[op as usize].label;
+        if r >= self.stats.trace_ranks {
+            return;
+        }
+        let binding = &self.spec.workload.ranks[r as usize];
+        let the_op = self.spec.workload.program_of(r).ops[op as usize];
+        let detail = match the_op.kind {
+            OpKind::Collective { bytes, group, .. } => Detail {
+                bytes,
+                group: Some(binding.groups[group as usize]),
+                algorithm,
+                ..Detail::default()
+            },
+            OpKind::Send { peer, bytes, .. } | OpKind::Recv { peer, bytes, .. } => Detail {
+                bytes,
+                peer: Some(binding.peers[peer as usize]),
+                ..Detail::default()
+            },
+            _ => Detail::default(),
+        };
         self.stats.slice(Slice {
             rank: r,
             lane: Lane::Comm,
-            label,
+            label: the_op.label,
             start: since,
             end: t,
+            detail,
         });
     }
 }

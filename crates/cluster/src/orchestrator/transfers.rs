@@ -75,12 +75,12 @@ impl Orchestrator<'_> {
         );
         let job = &mut self.jobs[j as usize];
         job.stats.transfer(bytes, t - start, job.order);
-        job.comm_ended(src.0, src.1, start, t);
+        job.comm_ended(src.0, src.1, start, t, None);
         self.complete(j, src.0, src.1, t);
         let job = &mut self.jobs[j as usize];
         match recv {
             Some((op, since)) => {
-                job.comm_ended(key.1, op, since, t);
+                job.comm_ended(key.1, op, since, t, None);
                 self.complete(j, key.1, op, t);
             }
             None => {
