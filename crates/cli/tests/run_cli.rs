@@ -167,6 +167,30 @@ fn trace_slices_on_one_thread_never_overlap() {
         && e["args"]["group"] == "dp0"
         && e["args"]["algorithm"].is_string()
         && e["args"]["protocol"].is_string()));
+    // Arrows from each pipeline send to its receive, each end inside a slice of its thread.
+    let ends: Vec<&serde_json::Value> = events
+        .iter()
+        .filter(|e| e["ph"] == "s" || e["ph"] == "f")
+        .collect();
+    assert!(!ends.is_empty());
+    for end in &ends {
+        let (pid, tid, ts) = (&end["pid"], &end["tid"], end["ts"].as_f64().unwrap());
+        assert!(
+            events.iter().any(|e| e["ph"] == "X"
+                && e["pid"] == *pid
+                && e["tid"] == *tid
+                && e["ts"].as_f64().unwrap() <= ts
+                && ts <= e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap()),
+            "{end}"
+        );
+        let pair = if end["ph"] == "s" { "f" } else { "s" };
+        assert_eq!(
+            ends.iter()
+                .filter(|e| e["id"] == end["id"] && e["ph"] == pair)
+                .count(),
+            1
+        );
+    }
     // Counter tracks: each link group's mean and busiest utilization, sampled every 1 ms.
     let counters: Vec<&serde_json::Value> = events.iter().filter(|e| e["ph"] == "C").collect();
     assert!(counters

@@ -91,6 +91,14 @@ pub struct Slice {
     pub detail: Detail,
 }
 
+/// A point-to-point transfer between two traced ranks, for the trace's arrows: the sender's and
+/// the receiver's communication slices, as (rank, start, end).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Arrow {
+    pub from: (u32, u64, u64),
+    pub to: (u32, u64, u64),
+}
+
 /// An op's figures in a trace: bytes moved (a collective's nccl-tests size, a transfer's, a
 /// memory op's), FLOPs of a kernel, the communicator (index into [`JobStats::groups`]) or the
 /// peer rank, and the algorithm and protocol a collective ran.
@@ -167,6 +175,8 @@ pub struct JobStats {
     pub labels: Vec<String>,
     /// The workload's communicator names, when slices are recorded.
     pub groups: Vec<String>,
+    /// Transfers between traced ranks.
+    pub arrows: Vec<Arrow>,
 }
 
 impl JobStats {
@@ -192,6 +202,7 @@ impl JobStats {
             } else {
                 Vec::new()
             },
+            arrows: Vec::new(),
             groups: if trace_ranks > 0 {
                 spec.workload
                     .groups
@@ -207,6 +218,13 @@ impl JobStats {
     pub fn slice(&mut self, s: Slice) {
         if s.rank < self.trace_ranks {
             self.slices.push(s);
+        }
+    }
+
+    /// Records `a` if both its ranks are traced.
+    pub fn arrow(&mut self, a: Arrow) {
+        if a.from.0 < self.trace_ranks && a.to.0 < self.trace_ranks {
+            self.arrows.push(a);
         }
     }
 

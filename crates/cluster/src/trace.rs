@@ -4,6 +4,9 @@
 //! computed: `bytes`, `flops`, the communicator `group` or the `peer` rank, and a collective's
 //! `algorithm` and `protocol`.
 //!
+//! Each pipeline transfer between two traced ranks is an arrow (flow events `s` and `f`) from
+//! the sender's slice to the receiver's.
+//!
 //! When the run sampled its links, a "fabric links" process has a counter track per link group
 //! (`rtsw->ctsw utilization`, its `mean` and `max` over time).
 //!
@@ -38,6 +41,7 @@ pub fn trace_json(jobs: &[JobStats], series: &TierSeries) -> Value {
             }
         }
     }
+    let mut next_id = 0u64;
     for (pid, job) in jobs.iter().enumerate() {
         events.push(
             json!({"ph": "M", "name": "process_name", "pid": pid, "args": {"name": job.name}}),
@@ -49,6 +53,8 @@ pub fn trace_json(jobs: &[JobStats], series: &TierSeries) -> Value {
         let mut tracks: Vec<u64> = Vec::new();
         let mut current = None;
         let mut named = std::collections::BTreeSet::new();
+        // The thread of each communication slice, for the arrows.
+        let mut comm_tid = std::collections::BTreeMap::new();
         for s in slices {
             if current != Some((s.rank, s.lane)) {
                 current = Some((s.rank, s.lane));
@@ -63,6 +69,9 @@ pub fn trace_json(jobs: &[JobStats], series: &TierSeries) -> Value {
             };
             tracks[k] = s.end;
             let tid = tid(s.rank, s.lane, k, ranks);
+            if s.lane == Lane::Comm {
+                comm_tid.insert((s.rank, s.start, s.end), tid);
+            }
             if named.insert(tid) {
                 let suffix = if k == 0 {
                     String::new()
@@ -84,8 +93,35 @@ pub fn trace_json(jobs: &[JobStats], series: &TierSeries) -> Value {
                 "args": args(job, &s),
             }));
         }
+        arrows(&mut events, pid, job, &comm_tid, &mut next_id);
     }
     json!({"displayTimeUnit": "ms", "traceEvents": events})
+}
+
+/// Flow events (arrows) from each transfer's send slice to its receive slice, bound to the
+/// slices that enclose their ends.
+fn arrows(
+    events: &mut Vec<Value>,
+    pid: usize,
+    job: &JobStats,
+    comm_tid: &std::collections::BTreeMap<(u32, u64, u64), u64>,
+    next_id: &mut u64,
+) {
+    for a in &job.arrows {
+        let (Some(&from), Some(&to)) = (comm_tid.get(&a.from), comm_tid.get(&a.to)) else {
+            continue;
+        };
+        let mid = |(_, start, end): (u32, u64, u64)| (start + end) as f64 / 2e3;
+        events.push(json!({
+            "ph": "s", "id": *next_id, "name": "send", "cat": "p2p", "pid": pid, "tid": from,
+            "ts": mid(a.from),
+        }));
+        events.push(json!({
+            "ph": "f", "bp": "e", "id": *next_id, "name": "send", "cat": "p2p", "pid": pid,
+            "tid": to, "ts": mid(a.to),
+        }));
+        *next_id += 1;
+    }
 }
 
 /// A slice's args: its rank and lane, and what it moved or computed.

@@ -2,6 +2,7 @@
 //! completes when they have arrived.
 
 use super::*;
+use crate::stats::Arrow;
 
 impl Orchestrator<'_> {
     /// Rank `src.0` sends (op `src.1`) at `t`: the data leaves now (sends are eager, as in
@@ -81,6 +82,10 @@ impl Orchestrator<'_> {
         match recv {
             Some((op, since)) => {
                 job.comm_ended(key.1, op, since, t, None);
+                job.stats.arrow(Arrow {
+                    from: (src.0, start, t),
+                    to: (key.1, since, t),
+                });
                 self.complete(j, key.1, op, t);
             }
             None => {
