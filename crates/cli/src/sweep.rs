@@ -20,6 +20,10 @@ pub struct SweepArgs {
     /// Write the table to this file instead of stdout (whole or not at all).
     #[arg(short = 'o', long = "output")]
     output: Option<PathBuf>,
+    /// Also write a self-contained HTML report: each metric against the points, a line per
+    /// job (docs/outputs.md#html-report---report-filehtml).
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
 }
 
 pub fn run(args: SweepArgs) -> CmdResult {
@@ -28,6 +32,19 @@ pub fn run(args: SweepArgs) -> CmdResult {
     let bar = crate::progress::bar(runs, "runs");
     let rows = plan.run(&|| bar.inc(1)).map_err(|e| input(anyhow!(e)))?;
     bar.finish_and_clear();
+    if let Some(path) = &args.report {
+        let mut params = vec![
+            ("plan".to_string(), args.plan.display().to_string()),
+            ("seeds".to_string(), plan.seeds.to_string()),
+        ];
+        for (k, values) in &plan.vary {
+            let v: Vec<String> = values.iter().map(|v| v.to_string()).collect();
+            params.push((format!("vary {k}"), v.join(", ")));
+        }
+        let title = format!("fabricsim sweep: {}", args.plan.display());
+        let html = fabricsim_report::sweep(&title, &params, &plan, &rows);
+        write_output(Some(path), |w| w.write_all(html.as_bytes())).map_err(other)?;
+    }
     let text = if args.json {
         json(&plan, &rows)
     } else {

@@ -59,6 +59,10 @@ pub struct WhatIfArgs {
     /// Print the report as CSV: a row per action and job (with --plan, a row per batch).
     #[arg(long)]
     csv: bool,
+    /// Also write a self-contained HTML report: each action's cost to each job, median and
+    /// range over seeds (docs/outputs.md#html-report---report-filehtml).
+    #[arg(long, value_name = "FILE", conflicts_with = "plan")]
+    report: Option<PathBuf>,
 }
 
 pub fn run(args: WhatIfArgs) -> CmdResult {
@@ -109,6 +113,20 @@ pub fn run(args: WhatIfArgs) -> CmdResult {
     let report =
         what_if(&scenario, &topo, &actions, args.seeds, &|| bar.inc(1)).map_err(sim_failure)?;
     bar.finish_and_clear();
+    if let Some(path) = &args.report {
+        let params = vec![
+            ("scenario".to_string(), args.scenario.display().to_string()),
+            (
+                "fabric".to_string(),
+                format!("{} ({} GPUs)", topo.name(), topo.gpus().len()),
+            ),
+            ("routing".to_string(), scenario.routing.name()),
+            ("seeds".to_string(), args.seeds.to_string()),
+        ];
+        let title = format!("fabricsim whatif: {}", args.scenario.display());
+        let html = fabricsim_report::whatif(&title, &params, &report);
+        write_output(Some(path), |w| w.write_all(html.as_bytes())).map_err(other)?;
+    }
     let text = if args.json {
         serde_json::to_string_pretty(&report).map_err(other)? + "\n"
     } else if args.csv {

@@ -4,7 +4,7 @@ mod common;
 
 use std::process::Command;
 
-use common::{fabricsim, stderr, stdout};
+use common::{fabricsim, self_contained_report, stderr, stdout};
 
 const PLAN: &str = r#"
 seeds = 2
@@ -106,4 +106,23 @@ fn bad_plans_name_the_file_and_the_key() {
         let err = stderr(&o);
         assert!(err.contains(needle), "{needle}: {err}");
     }
+}
+
+#[test]
+fn a_sweep_writes_a_report_with_a_chart_per_metric() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.toml");
+    std::fs::write(&plan, PLAN).unwrap();
+    let report = dir.path().join("sweep.html");
+    let o = fabricsim(&[
+        "sweep",
+        plan.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let html = self_contained_report(&report, 2);
+    assert!(
+        html.contains("iteration_ms, median over seeds") && html.contains("mfu, median over seeds")
+    );
 }

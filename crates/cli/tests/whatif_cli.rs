@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{fabricsim, stderr, stdout};
+use common::{fabricsim, self_contained_report, stderr, stdout};
 
 const SCENARIO: &str = r#"
 [fabric]
@@ -237,4 +237,26 @@ fn buffer_prints_a_curve_per_routing_and_refuses_bad_flags() {
         assert_eq!(o.status.code(), Some(2), "{all:?}: {}", stderr(&o));
         assert!(stderr(&o).contains(want), "{all:?}: {}", stderr(&o));
     }
+}
+
+#[test]
+fn whatif_writes_a_report_of_each_action() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = scenario(&dir);
+    let report = dir.path().join("w.html");
+    let o = fabricsim(&[
+        "whatif",
+        &s,
+        "--seeds",
+        "2",
+        "--drain",
+        "zone0/ctsw0",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let html = self_contained_report(&report, 1);
+    assert!(html.contains("drain zone0/ctsw0") && html.contains("over 2 seed(s)"));
+    // A report goes with the text output, not instead of it.
+    assert!(stdout(&o).contains("zone0/ctsw0"));
 }

@@ -132,6 +132,100 @@ pub fn lines_over_time(title: &str, y_label: &str, series: &[(String, Vec<(f64, 
     chart + &legend(&series.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>())
 }
 
+/// One row per label: a bar from 0 to its value, and a line over its (low, high) range.
+pub fn ranges(title: &str, unit: &str, rows: &[(String, f64, f64, f64)]) -> String {
+    let lo = rows.iter().map(|r| r.2.min(r.1)).fold(0.0f64, f64::min);
+    let hi = rows.iter().map(|r| r.3.max(r.1)).fold(0.0f64, f64::max);
+    let pad = ((hi - lo) * 0.1).max(1e-6);
+    let n = rows.len().max(1) as i32;
+    svg((760, 70 + 34 * n as u32), |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(30)
+            .y_label_area_size(220)
+            .build_cartesian_2d(lo - pad..hi + pad, (0..n).into_segmented())?;
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .label_style(("sans-serif", 13))
+            .x_desc(unit)
+            .y_label_formatter(&|y| match y {
+                SegmentValue::CenterOf(i) => {
+                    rows.get(*i as usize).map_or(String::new(), |r| r.0.clone())
+                }
+                _ => String::new(),
+            })
+            .draw()?;
+        for (i, r) in rows.iter().enumerate() {
+            let i = i as i32;
+            let c = color(if r.1 > 0.0 { 5 } else { 2 });
+            chart.draw_series(std::iter::once(Rectangle::new(
+                [
+                    (0.0, SegmentValue::Exact(i)),
+                    (r.1, SegmentValue::Exact(i + 1)),
+                ],
+                c.mix(0.7).filled(),
+            )))?;
+            chart.draw_series(std::iter::once(PathElement::new(
+                vec![
+                    (r.2, SegmentValue::CenterOf(i)),
+                    (r.3, SegmentValue::CenterOf(i)),
+                ],
+                BLACK.stroke_width(2),
+            )))?;
+        }
+        Ok(())
+    })
+}
+
+/// Lines of `series` (name, (point index, value)) over the labelled `points`, with the legend
+/// below.
+pub fn lines_by_point(
+    title: &str,
+    x_label: &str,
+    points: &[String],
+    series: &[(String, Vec<(usize, f64)>)],
+) -> String {
+    let top = series
+        .iter()
+        .flat_map(|(_, p)| p.iter().map(|q| q.1))
+        .fold(0.0f64, f64::max)
+        .max(1e-9)
+        * 1.1;
+    let n = points.len().max(1);
+    let chart = svg((760, 360), |root| {
+        let mut chart = ChartBuilder::on(root)
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .build_cartesian_2d(-0.5f64..n as f64 - 0.5, 0f64..top)?;
+        chart
+            .configure_mesh()
+            .label_style(("sans-serif", 13))
+            .x_desc(x_label)
+            .x_labels(n.min(24))
+            .x_label_formatter(&|x| {
+                let i = x.round();
+                if (x - i).abs() < 1e-6 && i >= 0.0 {
+                    points.get(i as usize).cloned().unwrap_or_default()
+                } else {
+                    String::new()
+                }
+            })
+            .draw()?;
+        for (i, (_, values)) in series.iter().enumerate() {
+            let c = color(i);
+            let at: Vec<(f64, f64)> = values.iter().map(|&(p, y)| (p as f64, y)).collect();
+            chart.draw_series(LineSeries::new(at.iter().copied(), c.stroke_width(2)))?;
+            chart.draw_series(at.iter().map(|&p| Circle::new(p, 3, c.filled())))?;
+        }
+        Ok(())
+    });
+    chart + &legend(&series.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>())
+}
+
 /// `bytes` as 1K, 4M, 16G.
 pub fn size_label(bytes: u64) -> String {
     for (unit, shift) in [("G", 30), ("M", 20), ("K", 10)] {

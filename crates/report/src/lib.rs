@@ -7,7 +7,9 @@
 //! - [`bench`]: bus and algorithm bandwidth against size per policy, the busiest link group,
 //!   the links at the largest size;
 //! - [`run`]: per job its figures, time split, collectives and its first ranks' timeline; the
-//!   link groups, a heat map of every link by tier and the busiest links.
+//!   link groups over time, a heat map of every link by tier and the busiest links;
+//! - [`whatif`]: each action's cost to each job, median and range over seeds;
+//! - [`sweep`]: each metric against the sweep's points, a line per job.
 //!
 //! The front ends pass their results in; this layer computes nothing of the simulation.
 
@@ -17,9 +19,13 @@ pub mod page;
 mod bench;
 mod links;
 mod run;
+mod sweep;
+mod whatif;
 
 pub use bench::bench;
 pub use run::{run, TIMELINE_RANKS};
+pub use sweep::sweep;
+pub use whatif::whatif;
 
 /// The parameters table.
 fn params(params: &[(String, String)]) -> String {
