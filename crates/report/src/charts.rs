@@ -18,6 +18,19 @@ const PALETTE: [RGBColor; 8] = [
     RGBColor(0, 0, 0),
 ];
 
+/// The top of a value axis: a tenth above the highest value (and above 0).
+fn axis_top(values: impl Iterator<Item = f64>) -> f64 {
+    values.fold(0.0f64, f64::max).max(1e-9) * 1.1
+}
+
+/// The label of a row of a segmented axis: the row's name at its centre.
+fn row_label(y: &SegmentValue<i32>, name: impl Fn(usize) -> Option<String>) -> String {
+    match y {
+        SegmentValue::CenterOf(i) => name(*i as usize).unwrap_or_default(),
+        _ => String::new(),
+    }
+}
+
 fn color(i: usize) -> RGBColor {
     PALETTE[i % PALETTE.len()]
 }
@@ -57,12 +70,7 @@ pub fn lines_by_size(title: &str, y_label: &str, series: &[(String, Vec<(u64, f6
         (0.0, 1.0)
     };
     let hi = if hi > lo { hi } else { lo + 1.0 };
-    let top = series
-        .iter()
-        .flat_map(|(_, p)| p.iter().map(|q| q.1))
-        .fold(0.0f64, f64::max)
-        .max(1e-9)
-        * 1.1;
+    let top = axis_top(series.iter().flat_map(|(_, p)| p.iter().map(|q| q.1)));
     let chart = svg((760, 360), |root| {
         let mut chart = ChartBuilder::on(root)
             .caption(title, ("sans-serif", 18))
@@ -103,12 +111,7 @@ pub fn lines_over_time(title: &str, y_label: &str, series: &[(String, Vec<(f64, 
         .flat_map(|(_, p)| p.last().map(|q| q.0))
         .fold(0.0f64, f64::max)
         .max(1e-9);
-    let top = series
-        .iter()
-        .flat_map(|(_, p)| p.iter().map(|q| q.1))
-        .fold(0.0f64, f64::max)
-        .max(1e-9)
-        * 1.1;
+    let top = axis_top(series.iter().flat_map(|(_, p)| p.iter().map(|q| q.1)));
     let chart = svg((760, 340), |root| {
         let mut chart = ChartBuilder::on(root)
             .caption(title, ("sans-serif", 18))
@@ -150,12 +153,7 @@ pub fn ranges(title: &str, unit: &str, rows: &[(String, f64, f64, f64)]) -> Stri
             .disable_y_mesh()
             .label_style(("sans-serif", 13))
             .x_desc(unit)
-            .y_label_formatter(&|y| match y {
-                SegmentValue::CenterOf(i) => {
-                    rows.get(*i as usize).map_or(String::new(), |r| r.0.clone())
-                }
-                _ => String::new(),
-            })
+            .y_label_formatter(&|y| row_label(y, |i| rows.get(i).map(|r| r.0.clone())))
             .draw()?;
         for (i, r) in rows.iter().enumerate() {
             let i = i as i32;
@@ -187,12 +185,7 @@ pub fn lines_by_point(
     points: &[String],
     series: &[(String, Vec<(usize, f64)>)],
 ) -> String {
-    let top = series
-        .iter()
-        .flat_map(|(_, p)| p.iter().map(|q| q.1))
-        .fold(0.0f64, f64::max)
-        .max(1e-9)
-        * 1.1;
+    let top = axis_top(series.iter().flat_map(|(_, p)| p.iter().map(|q| q.1)));
     let n = points.len().max(1);
     let chart = svg((760, 360), |root| {
         let mut chart = ChartBuilder::on(root)
@@ -259,12 +252,7 @@ pub fn stacked_bars(title: &str, rows: &[(String, Vec<(String, f64)>)]) -> Strin
             .configure_mesh()
             .disable_y_mesh()
             .label_style(("sans-serif", 14))
-            .y_label_formatter(&|y| match y {
-                SegmentValue::CenterOf(i) => rows
-                    .get(*i as usize)
-                    .map_or(String::new(), |(name, _)| name.clone()),
-                _ => String::new(),
-            })
+            .y_label_formatter(&|y| row_label(y, |i| rows.get(i).map(|r| r.0.clone())))
             .x_label_formatter(&|x| format!("{:.0} %", x * 100.0))
             .draw()?;
         for (r, (_, segs)) in rows.iter().enumerate() {
@@ -315,12 +303,7 @@ pub fn heat_strips(title: &str, rows: &[(String, Vec<f64>)], scale: f64) -> Stri
             .configure_mesh()
             .disable_mesh()
             .label_style(("sans-serif", 14))
-            .y_label_formatter(&|y| match y {
-                SegmentValue::CenterOf(i) => rows
-                    .get(*i as usize)
-                    .map_or(String::new(), |(name, _)| name.clone()),
-                _ => String::new(),
-            })
+            .y_label_formatter(&|y| row_label(y, |i| rows.get(i).map(|r| r.0.clone())))
             .x_label_formatter(&|_| String::new())
             .draw()?;
         for (r, (_, cells)) in rows.iter().enumerate() {
