@@ -38,6 +38,10 @@ pub struct FlowsArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
+    /// Also write a self-contained HTML report: the completion times' distribution, the links
+    /// (docs/outputs.md#html-report---report-filehtml).
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -89,6 +93,28 @@ pub fn run(args: FlowsArgs) -> CmdResult {
         .map_err(|e| input(anyhow::anyhow!("{path}: {e}")))?;
     if let Some(path) = &args.links {
         crate::links::write_links(path, &topo, &outcome.links)?;
+    }
+    if let Some(report) = &args.report {
+        let durations: Vec<f64> = flows
+            .iter()
+            .zip(&outcome.completions)
+            .map(|((_, f), end)| (end.0 - f.start.0) as f64 * 1e-6)
+            .collect();
+        let params = vec![
+            ("flows".to_string(), path.clone()),
+            (
+                "fabric".to_string(),
+                format!("{} ({} GPUs)", topo.name(), topo.gpus().len()),
+            ),
+            ("routing".to_string(), policy.name().to_string()),
+            (
+                "makespan".to_string(),
+                format!("{:.3} ms", outcome.makespan.0 as f64 * 1e-6),
+            ),
+        ];
+        let title = format!("fabricsim flows: {path}");
+        let html = fabricsim_report::flows(&title, &params, &topo, &durations, &outcome.links);
+        write_output(Some(report), |w| w.write_all(html.as_bytes())).map_err(other)?;
     }
 
     if let Some(out) = &args.output {

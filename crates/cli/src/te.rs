@@ -77,6 +77,10 @@ pub struct SolveArgs {
     /// Write the output to this file instead of stdout (whole or not at all).
     #[arg(short, long)]
     output: Option<PathBuf>,
+    /// Also write a self-contained HTML report: each routing's highest utilization and its link
+    /// groups (docs/outputs.md#html-report---report-filehtml).
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
 }
 
 pub fn run(cmd: TeCommand) -> CmdResult {
@@ -154,6 +158,22 @@ fn solve(args: SolveArgs) -> CmdResult {
         });
     }
     bar.finish_and_clear();
+    if let Some(path) = &args.report {
+        let rows: Vec<(String, f64, Vec<TierUtilization>)> = placed
+            .iter()
+            .map(|p| (p.routing.clone(), p.max, p.tiers.clone()))
+            .collect();
+        let params = vec![
+            (
+                "fabric".to_string(),
+                format!("{} ({} GPUs)", topo.name(), topo.gpus().len()),
+            ),
+            ("demand".to_string(), source.clone()),
+            ("demands".to_string(), inst.demands.len().to_string()),
+        ];
+        let html = fabricsim_report::te("fabricsim te solve", &params, &rows);
+        write_output(Some(path), |w| w.write_all(html.as_bytes())).map_err(other)?;
+    }
     let text = if args.json {
         json(&args, &topo, &inst, &source, &placed).map_err(other)?
     } else {

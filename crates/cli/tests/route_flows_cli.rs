@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{fabricsim, stderr, stdout};
+use common::{fabricsim, self_contained_report, stderr, stdout};
 
 const ZONE: [&str; 4] = ["--preset", "meta-ai-zone", "--set", "racks=4"];
 
@@ -325,4 +325,25 @@ fn flows_and_run_write_every_link_they_used() {
         text.lines().count() > 100 && text.contains(",host,"),
         "{text}"
     );
+}
+
+#[test]
+fn flows_write_a_report_of_their_completion_times() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("flows.html");
+    let flows = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/r2r.csv");
+    let o = fabricsim(&[
+        "flows",
+        "--preset",
+        "meta-ai-zone",
+        "--set",
+        "racks=2",
+        "--flows",
+        flows,
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let html = self_contained_report(&report, 2);
+    assert!(html.contains("Flow completion times") && html.contains("rtsw-&gt;ctsw"));
 }

@@ -2,7 +2,7 @@
 
 mod common;
 
-use common::{fabricsim, stderr, stdout};
+use common::{fabricsim, self_contained_report, stderr, stdout};
 
 const ZONE: [&str; 2] = ["--preset", "meta-ai-zone"];
 
@@ -229,4 +229,29 @@ fn huge_volumes_are_summed_without_wrapping() {
         "{}",
         stderr(&o)
     );
+}
+
+#[test]
+fn te_solve_writes_a_report_per_routing() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("te.html");
+    let o = fabricsim(&[
+        "te",
+        "solve",
+        "--preset",
+        "meta-ai-zone",
+        "--set",
+        "racks=4",
+        "--pattern",
+        "all-to-all",
+        "--gpus",
+        "32",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let html = self_contained_report(&report, 1);
+    for routing in ["ecmp", "eecmp/16", "te", "te:mwu"] {
+        assert!(html.contains(&format!("<td>{routing}</td>")), "{routing}");
+    }
 }

@@ -8,6 +8,8 @@
 //!   the links at the largest size;
 //! - [`run`]: per job its figures, time split, collectives and its first ranks' timeline; the
 //!   link groups over time, a heat map of every link by tier and the busiest links;
+//! - [`flows`]: the flows' completion times as a distribution, the links;
+//! - [`te`]: each routing's highest link utilization, and per link group;
 //! - [`whatif`]: each action's cost to each job, median and range over seeds;
 //! - [`sweep`]: each metric against the sweep's points, a line per job.
 //!
@@ -17,14 +19,18 @@ pub mod charts;
 pub mod page;
 
 mod bench;
+mod flows;
 mod links;
 mod run;
 mod sweep;
+mod te;
 mod whatif;
 
 pub use bench::bench;
+pub use flows::flows;
 pub use run::{run, TIMELINE_RANKS};
 pub use sweep::sweep;
+pub use te::te;
 pub use whatif::whatif;
 
 /// The parameters table.
