@@ -60,3 +60,32 @@ pub fn write_runs(
     })
     .map_err(other)
 }
+
+/// Writes every link's utilization over time to `path`: `time_ms,link,src,dst,group,
+/// utilization`, a row per link with load at each sample (a link absent from a sample is idle;
+/// a sample holds until the next).
+pub fn write_series(
+    path: &Path,
+    topo: &Topology,
+    samples: &[(u64, Vec<(fabricsim_topology::LinkId, f32)>)],
+) -> CmdResult {
+    write_output(Some(path), |w| {
+        let mut out = csv::Writer::from_writer(w);
+        out.write_record(["time_ms", "link", "src", "dst", "group", "utilization"])?;
+        for (t, links) in samples {
+            for &(l, u) in links {
+                let link = topo.link(l);
+                out.write_record([
+                    format!("{:.6}", *t as f64 * 1e-6),
+                    l.0.to_string(),
+                    topo.node_name(link.src).to_string(),
+                    topo.node_name(link.dst).to_string(),
+                    link_group(topo, l).unwrap_or_else(|| "host".into()),
+                    format!("{u:.6}"),
+                ])?;
+            }
+        }
+        out.flush()
+    })
+    .map_err(other)
+}

@@ -47,6 +47,10 @@ pub struct OutputArgs {
     /// map (docs/outputs.md#html-report).
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
+    /// Write every link's utilization over time as CSV (time_ms, link, src, dst, group,
+    /// utilization; sampled every --sample-every, default 1ms; docs/outputs.md).
+    #[arg(long, value_name = "FILE")]
+    links_series: Option<PathBuf>,
     /// Sample each link group's utilization this often, for the trace's counter tracks and the
     /// report's chart (default 1ms with --trace or --report).
     #[arg(long, value_name = "TIME")]
@@ -248,6 +252,7 @@ fn execute(scenario: Scenario, name: &str, out: &OutputArgs) -> CmdResult {
         trace_ranks,
         progress_every: if tty { 200_000 } else { 0 },
         full_detail: out.full_detail.then(|| "--full-detail".to_string()),
+        sample_links: out.links_series.is_some(),
         sample_every: match &out.sample_every {
             Some(t) => match t.parse::<Nanos>() {
                 Ok(t) if t.0 > 0 => t.0,
@@ -259,7 +264,9 @@ fn execute(scenario: Scenario, name: &str, out: &OutputArgs) -> CmdResult {
                     ))
                 }
             },
-            None if trace_path.is_some() || out.report.is_some() => 1_000_000,
+            None if trace_path.is_some() || out.report.is_some() || out.links_series.is_some() => {
+                1_000_000
+            }
             None => 0,
         },
     };
@@ -313,6 +320,9 @@ fn execute(scenario: Scenario, name: &str, out: &OutputArgs) -> CmdResult {
     }
     if let Some(path) = &out.links {
         crate::links::write_links(path, &topo, &run.output.links)?;
+    }
+    if let Some(path) = &out.links_series {
+        crate::links::write_series(path, &topo, &run.output.series.links)?;
     }
     let text = if out.json {
         json(&scenario, name, &topo, &run)

@@ -500,3 +500,32 @@ fn completions_name_every_command_and_refuse_unknown_shells() {
     }
     assert_eq!(fabricsim(&["completions", "tcsh"]).status.code(), Some(2));
 }
+
+#[test]
+fn run_writes_each_links_utilization_over_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("series.csv");
+    let out = fabricsim(&[
+        "run",
+        "--links-series",
+        path.to_str().unwrap(),
+        "--sample-every",
+        "5ms",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines = text.lines();
+    assert_eq!(lines.next(), Some("time_ms,link,src,dst,group,utilization"));
+    let mut last = 0.0;
+    let mut times = std::collections::BTreeSet::new();
+    for line in lines {
+        let f: Vec<&str> = line.split(',').collect();
+        let (t, u): (f64, f64) = (f[0].parse().unwrap(), f[5].parse().unwrap());
+        assert!(t >= last && t % 5.0 == 0.0, "{line}");
+        assert!((0.0..=1.0 + 1e-6).contains(&u), "{line}");
+        assert!(f[4].contains("->"), "{line}");
+        last = t;
+        times.insert(f[0].to_string());
+    }
+    assert!(times.len() > 10, "{} sample times", times.len());
+}

@@ -110,6 +110,8 @@ pub struct RunOptions {
     pub full_detail: Option<String>,
     /// Sample the link groups' utilization every this many ns (0: never).
     pub sample_every: u64,
+    /// With `sample_every`, record every link's utilization at each sample too.
+    pub sample_links: bool,
 }
 
 pub struct Orchestrator<'t> {
@@ -195,8 +197,8 @@ impl<'t> Orchestrator<'t> {
                 (jobs, SymmetryUse::Off(why))
             }
         };
-        let sampler =
-            (options.sample_every > 0).then(|| sampling::Sampler::new(topo, options.sample_every));
+        let sampler = (options.sample_every > 0)
+            .then(|| sampling::Sampler::new(topo, options.sample_every, options.sample_links));
         Orchestrator {
             net,
             topo,

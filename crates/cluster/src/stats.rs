@@ -77,6 +77,9 @@ pub struct TierSeries {
     /// `lower->upper` or `upper->lower` by tier name, in order of the first link of each.
     pub groups: Vec<String>,
     pub samples: Vec<(u64, Vec<(f32, f32)>)>,
+    /// When asked for, every network link's utilization at each sample time (links with none
+    /// left out).
+    pub links: Vec<(u64, Vec<(fabricsim_topology::LinkId, f32)>)>,
 }
 
 /// One op's span on a rank, for the trace.

@@ -4,7 +4,7 @@
 
 use fabricsim_netsim::{FlowEngine, Network};
 use fabricsim_routing::balance::link_group;
-use fabricsim_topology::Topology;
+use fabricsim_topology::{LinkId, Topology};
 
 use crate::stats::TierSeries;
 
@@ -15,12 +15,14 @@ pub(super) struct Sampler {
     group: Vec<u16>,
     links: Vec<u32>,
     utilization: Vec<f64>,
+    /// Record every link's utilization too, not only the groups'.
+    per_link: bool,
     pub(super) series: TierSeries,
 }
 
 impl Sampler {
-    /// Samples every `every` ns from 0 (`every` > 0).
-    pub(super) fn new(topo: &Topology, every: u64) -> Sampler {
+    /// Samples every `every` ns from 0 (`every` > 0), each link too with `per_link`.
+    pub(super) fn new(topo: &Topology, every: u64, per_link: bool) -> Sampler {
         let mut names: Vec<String> = Vec::new();
         let group = topo
             .link_ids()
@@ -45,9 +47,10 @@ impl Sampler {
             group,
             links,
             utilization: Vec::new(),
+            per_link,
             series: TierSeries {
                 groups: names,
-                samples: Vec::new(),
+                ..TierSeries::default()
             },
         }
     }
@@ -75,6 +78,18 @@ impl Sampler {
         // then (a counter holds its value until the next sample).
         if self.series.samples.last().map(|x| &x.1) != Some(&stats) {
             self.series.samples.push((self.next, stats));
+        }
+        if self.per_link {
+            let loaded: Vec<(LinkId, f32)> = self
+                .utilization
+                .iter()
+                .enumerate()
+                .filter(|&(l, &u)| u > 0.0 && self.group[l] != u16::MAX)
+                .map(|(l, &u)| (LinkId(l as u32), u as f32))
+                .collect();
+            if self.series.links.last().map(|x| &x.1) != Some(&loaded) {
+                self.series.links.push((self.next, loaded));
+            }
         }
         self.next += (t - self.next).div_ceil(self.every) * self.every;
     }
