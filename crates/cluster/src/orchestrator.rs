@@ -29,7 +29,7 @@ use fabricsim_collectives::{plan, ExecError, Execution, Ranks, Request, Transpor
 use fabricsim_collectives::{Generation, Platform};
 use fabricsim_netsim::{Engine, FlowEngine, FlowId, Fold, Network, NetworkError};
 use fabricsim_routing::key::mix;
-use fabricsim_routing::{FlowKey, PathSelection};
+use fabricsim_routing::FlowKey;
 use fabricsim_topology::{Nanos, Topology};
 use fabricsim_workload::OpKind;
 
@@ -149,34 +149,7 @@ impl<'t> Orchestrator<'t> {
         let gpu = jobs.first().map_or(Generation::H100, JobSpec::generation);
         net.set_link_efficiency(link_efficiency(net.topology(), gpu));
         let topo = net.topology();
-        let found = if let Some(why) = &options.full_detail {
-            Err(why.clone())
-        } else if options.trace_ranks > 0 {
-            Err("the first ranks' slices are recorded (--trace, --report)".to_string())
-        } else if net.path_selection() != PathSelection::Hashed {
-            Err(format!(
-                "path selection {} decides per message",
-                net.path_selection().name()
-            ))
-        } else if !net.routing_is_symmetric() {
-            Err(format!(
-                "routing `{}` tells a server's GPUs apart (it hashes addresses or looks GPUs up)",
-                net.routing_name()
-            ))
-        } else {
-            let capacity: Vec<u64> = topo
-                .link_ids()
-                .map(|l| {
-                    let up = net.link_state().is_up(l);
-                    if up {
-                        net.link_state().capacity(topo, l).0
-                    } else {
-                        0
-                    }
-                })
-                .collect();
-            crate::symmetry::detect(topo, &capacity, &jobs)
-        };
+        let found = crate::symmetry::for_run(&net, &jobs, &options);
         let (jobs, symmetry) = match found {
             Ok(sym) => {
                 let order = sym.rotation.order;

@@ -20,7 +20,11 @@ use std::collections::HashMap;
 use fabricsim_topology::symmetry::HostRotation;
 use fabricsim_topology::{NodeId, Topology};
 
+use fabricsim_netsim::{FlowEngine, Network};
+use fabricsim_routing::PathSelection;
+
 use crate::job::JobSpec;
+use crate::orchestrator::RunOptions;
 
 /// Whether a run simulated one representative per orbit.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -45,6 +49,47 @@ pub struct JobOrbits {
     /// Per group, how many groups it stands for: the turn's order if the turn moves it onto
     /// other groups, 1 if the turn maps it onto itself (a collective inside one server).
     pub weight: Vec<u32>,
+}
+
+/// Whether a run of `jobs` on `net` under `options` can simulate one rank per orbit: the turn,
+/// or why not (full detail asked for, slices recorded, path selection per message, a routing
+/// that tells GPUs apart, or what [`detect`] finds).
+pub fn for_run(
+    net: &Network<'_, FlowEngine>,
+    jobs: &[JobSpec],
+    options: &RunOptions,
+) -> Result<Symmetry, String> {
+    if let Some(why) = &options.full_detail {
+        return Err(why.clone());
+    }
+    if options.trace_ranks > 0 {
+        return Err("the first ranks' slices are recorded (--trace, --report)".to_string());
+    }
+    if net.path_selection() != PathSelection::Hashed {
+        return Err(format!(
+            "path selection {} decides per message",
+            net.path_selection().name()
+        ));
+    }
+    if !net.routing_is_symmetric() {
+        return Err(format!(
+            "routing `{}` tells a server's GPUs apart (it hashes addresses or looks GPUs up)",
+            net.routing_name()
+        ));
+    }
+    let topo = net.topology();
+    let state = net.link_state();
+    let capacity: Vec<u64> = topo
+        .link_ids()
+        .map(|l| {
+            if state.is_up(l) {
+                state.capacity(topo, l).0
+            } else {
+                0
+            }
+        })
+        .collect();
+    detect(topo, &capacity, jobs)
 }
 
 /// The smallest turn of every server's GPUs under which `topo`, its link state (`capacity` per
