@@ -141,8 +141,9 @@ fn orbits(topo: &Topology, rot: &HostRotation, j: &JobSpec) -> Result<JobOrbits,
     }
     // A rank's place in its orbit: its GPU's place in its server, modulo the step.
     let local = |g: NodeId| -> u32 {
-        let host = topo.host(topo.host_of(g).expect("a GPU is in a server"));
-        host.gpus.iter().position(|&x| x == g).unwrap_or(0) as u32
+        topo.host_of(g).map_or(0, |h| {
+            topo.host(h).gpus.iter().position(|&x| x == g).unwrap_or(0) as u32
+        })
     };
     let active: Vec<bool> = j.gpus.iter().map(|&g| local(g) < rot.step).collect();
     let orbit_of = |r: u32| -> (u32, u32) {

@@ -115,6 +115,9 @@ impl Fold {
     }
 }
 
+/// A route as the engine takes it: weighted links and the latency.
+type Routed = (Vec<(LinkId, f64)>, Nanos);
+
 /// Routes by flow key, valid for one version of the link state: a routing policy is a function
 /// of the link state and the key, so the same key routes the same way until a link changes.
 ///
@@ -124,48 +127,6 @@ impl Fold {
 /// order of anything. A dense cache at the source of the repetition (per communicator and per
 /// send/receive pair, in the orchestrator) would remove it; that needs a way to submit a flow
 /// on links already routed.
-/// Paths a host can find toward `key`'s destination, as HPN finds them: the routes the
-/// switches give the connection's source port and its variants (a hashing policy spreads them
-/// as it spreads connections). Under a policy that gives no single path (spraying, a TE
-/// table's spread), the equal-cost paths themselves, from a place set by the pair.
-fn candidate_paths(
-    router: &mut Router<'_>,
-    state: &LinkState,
-    key: FlowKey,
-    limit: usize,
-) -> Vec<Vec<LinkId>> {
-    let mut out: Vec<Vec<LinkId>> = Vec::new();
-    for i in 0..limit as u16 {
-        let mut k = key;
-        k.src_port = 0xC000 | (key.src_port.wrapping_add(i.wrapping_mul(0x2F1B)) & 0x3FFF);
-        match router.route(state, &k) {
-            Ok(Route::Path { links, .. }) => {
-                if !out.contains(&links) {
-                    out.push(links);
-                }
-            }
-            _ => {
-                out.clear();
-                break;
-            }
-        }
-    }
-    if out.is_empty() {
-        out = router
-            .equal_cost_paths(state, key.src, key.dst, 4 * limit)
-            .map_or_else(|_| Vec::new(), |(paths, _)| paths);
-        if !out.is_empty() {
-            let start = (mix(u64::from(key.src.0) << 32 | u64::from(key.dst.0)) % out.len() as u64)
-                as usize;
-            out.rotate_left(start);
-        }
-    }
-    out
-}
-
-/// A route as the engine takes it: weighted links and the latency.
-type Routed = (Vec<(LinkId, f64)>, Nanos);
-
 struct RouteMemo {
     version: u64,
     routes: HashMap<FlowKey, Routed>,
@@ -530,6 +491,43 @@ impl<'t, E: Engine> Network<'t, E> {
             self.advance(t, finished);
         }
     }
+}
+
+/// Paths a host can find toward `key`'s destination, as HPN finds them: the routes the
+/// switches give the connection's source port and its variants (a hashing policy spreads them
+/// as it spreads connections). Under a policy that gives no single path (spraying, a TE
+/// table's spread), the equal-cost paths themselves, from a place set by the pair.
+fn candidate_paths(
+    router: &mut Router<'_>,
+    state: &LinkState,
+    key: FlowKey,
+    limit: usize,
+) -> Vec<Vec<LinkId>> {
+    let mut out: Vec<Vec<LinkId>> = Vec::new();
+    for i in 0..limit as u16 {
+        match router.route(state, &key.port_variant(i)) {
+            Ok(Route::Path { links, .. }) => {
+                if !out.contains(&links) {
+                    out.push(links);
+                }
+            }
+            _ => {
+                out.clear();
+                break;
+            }
+        }
+    }
+    if out.is_empty() {
+        out = router
+            .equal_cost_paths(state, key.src, key.dst, 4 * limit)
+            .map_or_else(|_| Vec::new(), |(paths, _)| paths);
+        if !out.is_empty() {
+            let start = (mix(u64::from(key.src.0) << 32 | u64::from(key.dst.0)) % out.len() as u64)
+                as usize;
+            out.rotate_left(start);
+        }
+    }
+    out
 }
 
 impl Network<'_, crate::FlowEngine> {

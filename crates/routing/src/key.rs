@@ -43,6 +43,14 @@ impl FlowKey {
         }
     }
 
+    /// The same connection from its `i`-th other source port in the dynamic range (0: this
+    /// one): the switches hash it afresh. Flowlets and host-side path search use it.
+    pub fn port_variant(&self, i: u16) -> FlowKey {
+        let mut k = *self;
+        k.src_port = 0xC000 | (self.src_port.wrapping_add(i.wrapping_mul(0x2F1B)) & 0x3FFF);
+        k
+    }
+
     /// The 5-tuple hash under `seed`.
     pub fn hash5(&self, seed: u64) -> u64 {
         let mut h = mix(seed);

@@ -179,13 +179,8 @@ impl Selector {
                 }
                 entry.used = true;
                 entry.in_flight += 1;
-                let mut rehashed = key;
                 // A new source port in the same dynamic range: the switches hash it afresh.
-                rehashed.src_port = 0xC000
-                    | (key
-                        .src_port
-                        .wrapping_add(entry.flowlet.wrapping_mul(0x2F1B))
-                        & 0x3FFF);
+                let rehashed = key.port_variant(entry.flowlet);
                 let ticket = Ticket {
                     entry: e,
                     path: u32::MAX,
