@@ -255,12 +255,12 @@ fn execute(scenario: Scenario, name: &str, out: &OutputArgs) -> CmdResult {
         sample_links: out.links_series.is_some(),
         sample_every: match &out.sample_every {
             Some(t) => match t.parse::<Nanos>() {
-                Ok(t) if t.0 > 0 => t.0,
+                Ok(t) if t.0 >= 1_000 => t.0,
                 _ => {
                     return Err(crate::bench::bad(
                         "sample-every",
                         t,
-                        "a time above 0, such as 1ms",
+                        "a time of at least 1us, such as 1ms",
                     ))
                 }
             },
@@ -322,6 +322,13 @@ fn execute(scenario: Scenario, name: &str, out: &OutputArgs) -> CmdResult {
         crate::links::write_links(path, &topo, &run.output.links)?;
     }
     if let Some(path) = &out.links_series {
+        if run.output.series.truncated {
+            eprintln!(
+                "warning: --links-series kept the first {} link samples only; a longer \
+                 --sample-every keeps them all",
+                fabricsim_cluster::stats::TierSeries::MAX_LINK_SAMPLES
+            );
+        }
         crate::links::write_series(path, &topo, &run.output.series.links)?;
     }
     let text = if out.json {

@@ -528,4 +528,14 @@ fn run_writes_each_links_utilization_over_time() {
         times.insert(f[0].to_string());
     }
     assert!(times.len() > 10, "{} sample times", times.len());
+    // Each sample reads every link: intervals under a microsecond are refused.
+    let o = fabricsim(&[
+        "run",
+        "--links-series",
+        path.to_str().unwrap(),
+        "--sample-every",
+        "10ns",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--sample-every"));
 }

@@ -80,6 +80,14 @@ pub struct TierSeries {
     /// When asked for, every network link's utilization at each sample time (links with none
     /// left out).
     pub links: Vec<(u64, Vec<(fabricsim_topology::LinkId, f32)>)>,
+    /// The per-link samples stopped at [`TierSeries::MAX_LINK_SAMPLES`] (a longer interval
+    /// keeps them all).
+    pub truncated: bool,
+}
+
+impl TierSeries {
+    /// Link samples kept at most (8 bytes each: 128 MiB).
+    pub const MAX_LINK_SAMPLES: usize = 1 << 24;
 }
 
 /// One op's span on a rank, for the trace.

@@ -17,6 +17,8 @@ pub(super) struct Sampler {
     utilization: Vec<f64>,
     /// Record every link's utilization too, not only the groups'.
     per_link: bool,
+    /// Link samples kept so far.
+    kept: usize,
     pub(super) series: TierSeries,
 }
 
@@ -48,6 +50,7 @@ impl Sampler {
             links,
             utilization: Vec::new(),
             per_link,
+            kept: 0,
             series: TierSeries {
                 groups: names,
                 ..TierSeries::default()
@@ -79,7 +82,7 @@ impl Sampler {
         if self.series.samples.last().map(|x| &x.1) != Some(&stats) {
             self.series.samples.push((self.next, stats));
         }
-        if self.per_link {
+        if self.per_link && !self.series.truncated {
             let loaded: Vec<(LinkId, f32)> = self
                 .utilization
                 .iter()
@@ -88,7 +91,12 @@ impl Sampler {
                 .map(|(l, &u)| (LinkId(l as u32), u as f32))
                 .collect();
             if self.series.links.last().map(|x| &x.1) != Some(&loaded) {
-                self.series.links.push((self.next, loaded));
+                self.kept += loaded.len();
+                if self.kept > TierSeries::MAX_LINK_SAMPLES {
+                    self.series.truncated = true;
+                } else {
+                    self.series.links.push((self.next, loaded));
+                }
             }
         }
         self.next += (t - self.next).div_ceil(self.every) * self.every;
