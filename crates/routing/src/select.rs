@@ -37,10 +37,13 @@ pub enum PathSelection {
 }
 
 impl PathSelection {
-    /// Disjoint paths kept per peer when none is given.
+    /// Disjoint paths kept per peer when none is given: one per plane and ToR port of a
+    /// dual-ToR, dual-plane host (HPN's 2 × 2).
     pub const DEFAULT_PATHS: u32 = 4;
-    /// The idle gap of a flowlet when none is given: the middle of the 256–512 µs that RoCE
-    /// deployments use so that a re-hashed burst cannot overtake the previous one.
+    /// The idle gap of a flowlet when none is given, an assumption (no operator publishes
+    /// one): far above the few µs by which two paths of a Clos differ, so a re-hashed burst
+    /// cannot overtake the previous one, and below the compute gaps between a job's
+    /// collectives (hundreds of µs and more), so those gaps open new flowlets.
     pub const DEFAULT_GAP: Nanos = Nanos(384_000);
 
     /// `hashed`, `disjoint[:PATHS]` or `flowlet[:GAP]` (`flowlet:500us`).
