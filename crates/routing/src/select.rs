@@ -37,8 +37,8 @@ pub enum PathSelection {
 }
 
 impl PathSelection {
-    /// Disjoint paths kept per peer when none is given: one per plane and ToR port of a
-    /// dual-ToR, dual-plane host (HPN's 2 × 2).
+    /// Disjoint paths kept per peer when none is given, an assumption: more than a dual-port
+    /// NIC's two ports, so that messages spread over the tier above them too.
     pub const DEFAULT_PATHS: u32 = 4;
     /// The idle gap of a flowlet when none is given, an assumption (no operator publishes
     /// one): far above the few µs by which two paths of a Clos differ, so a re-hashed burst
