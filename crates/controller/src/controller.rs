@@ -77,7 +77,7 @@ impl Controller {
         let store = Store::open(db)?;
         let saved = store.load()?;
         let (state, routes) = rebuild(&saved)?;
-        let routed = routes.state_version;
+        let routed = routes.summary.state_version;
         let route_store = Mutex::new(Store::open(db)?);
         Ok(Controller {
             inner: Mutex::new(Inner {
@@ -212,7 +212,7 @@ impl Controller {
         let Some(snap) = snap else { return };
         let started = Instant::now();
         let result = routes::compute(&snap, self.solver, &self.opts).and_then(|mut rv| {
-            rv.version = self.routes().version + 1;
+            rv.summary.version = self.routes().summary.version + 1;
             let doc = serde_json::to_string(&rv).map_err(|e| e.to_string())?;
             self.route_store
                 .lock()

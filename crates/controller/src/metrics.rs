@@ -37,13 +37,13 @@ pub fn render(ctl: &Controller) -> String {
             "fabricsim_route_version",
             "gauge",
             "Route versions computed.",
-            rv.version as f64,
+            rv.summary.version as f64,
         ),
         (
             "fabricsim_route_state_version",
             "gauge",
             "The state version the current routes were computed for.",
-            rv.state_version as f64,
+            rv.summary.state_version as f64,
         ),
         (
             "fabricsim_recomputes_total",
@@ -80,19 +80,19 @@ pub fn render(ctl: &Controller) -> String {
             "fabricsim_route_demands",
             "gauge",
             "Demands the current routes place over the fabric.",
-            rv.demands as f64,
+            rv.summary.demands as f64,
         ),
         (
             "fabricsim_route_conflicts",
             "gauge",
             "Demands that follow another demand's next-hop entry for part of their way.",
-            rv.conflicts as f64,
+            rv.summary.conflicts as f64,
         ),
         (
             "fabricsim_max_link_utilization",
             "gauge",
             "Max utilization of the steerable links under the current routes.",
-            rv.max_utilization,
+            rv.summary.max_utilization,
         ),
     ];
     for (name, kind, help, value) in single {

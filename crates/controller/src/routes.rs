@@ -70,25 +70,34 @@ pub struct Unroutable {
     pub reason: String,
 }
 
-/// Everything one recomputation produced. Published whole: readers see one version or the next.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct RouteVersion {
+/// What a recomputation decided, without its tables and loads: what `GET /routes` serves.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct RouteSummary {
     /// Counts recomputations, from 1; 0 is "no routes yet".
     pub version: u64,
     /// The state version the routes were computed for.
     pub state_version: u64,
+    #[schema(example = "cspf")]
     pub solver: String,
-    /// Demands placed over the fabric.
+    /// Demands placed over the fabric (GPU pairs; sets and jobs on one pair add up).
     pub demands: usize,
     /// Demands inside one NVLink domain (not the fabric's business).
     pub local: usize,
     pub unroutable: Vec<Unroutable>,
     /// Max utilization over the steerable links (switch to switch, or with a routing choice),
-    /// under the programmed tables; the solver's own figure is `solver_max_utilization`.
+    /// under the programmed tables.
     pub max_utilization: f64,
+    /// The same under the solver's own paths.
     pub solver_max_utilization: f64,
     /// Demands that follow another demand's entry for part of their way (see the module docs).
     pub conflicts: usize,
+}
+
+/// Everything one recomputation produced. Published whole: readers see one version or the next.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RouteVersion {
+    #[serde(flatten)]
+    pub summary: RouteSummary,
     pub tiers: Vec<TierUtilization>,
     pub switches: Vec<SwitchTable>,
     /// Links with load, busiest first.
@@ -103,14 +112,17 @@ pub fn compute(
 ) -> Result<RouteVersion, String> {
     let topo = &*snap.topo;
     let mut rv = RouteVersion {
-        state_version: snap.state_version,
-        solver: solver.name().to_string(),
+        summary: RouteSummary {
+            state_version: snap.state_version,
+            solver: solver.name().to_string(),
+            ..RouteSummary::default()
+        },
         ..RouteVersion::default()
     };
     let inst = match Instance::new(topo, &snap.links, &snap.demand) {
         Ok(inst) => inst,
         Err(InstanceError::NoNetworkDemand) => {
-            rv.local = snap.demand.demands.len();
+            rv.summary.local = snap.demand.demands.len();
             return Ok(rv);
         }
         Err(e) => return Err(e.to_string()),
@@ -118,9 +130,9 @@ pub fn compute(
     let sol = fabricsim_te::solve(&inst, solver, opts).map_err(|e| e.to_string())?;
     let programmed = program(topo, &sol.paths);
     let load = inst.loads(&programmed.paths);
-    rv.demands = inst.demands.len();
-    rv.local = inst.local.len();
-    rv.unroutable = inst
+    rv.summary.demands = inst.demands.len();
+    rv.summary.local = inst.local.len();
+    rv.summary.unroutable = inst
         .unroutable
         .iter()
         .map(|(d, e)| Unroutable {
@@ -129,9 +141,9 @@ pub fn compute(
             reason: e.to_string(),
         })
         .collect();
-    rv.max_utilization = inst.max_utilization(&load);
-    rv.solver_max_utilization = sol.max_utilization;
-    rv.conflicts = programmed.conflicts;
+    rv.summary.max_utilization = inst.max_utilization(&load);
+    rv.summary.solver_max_utilization = sol.max_utilization;
+    rv.summary.conflicts = programmed.conflicts;
     rv.tiers = tier_utilization(&inst, &load);
     rv.switches = tables(topo, &programmed.table);
     rv.links = link_loads(topo, &inst.capacity, &load);

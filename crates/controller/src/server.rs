@@ -101,7 +101,7 @@ pub fn serve(cfg: Config) -> Result<(), ServeError> {
     println!(
         "fabricsim serve: listening on http://{addr} (database {}, state version {state}, route version {})",
         cfg.db.display(),
-        ctl.routes().version
+        ctl.routes().summary.version
     );
     tracing::info!(%addr, db = %cfg.db.display(), state, "listening");
     runtime.block_on(accept_loop(listener, ctl, &cfg));

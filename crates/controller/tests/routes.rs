@@ -80,10 +80,13 @@ fn two_tier_tables_carry_every_demand_without_conflicts() {
     let topo = fabric("meta-ai-zone", &[("racks", "8")]);
     let snap = snapshot(&topo, Pattern::AllToAll, LinkState::new(&topo));
     let rv = compute(&snap, Solver::Cspf, &SolveOptions::default()).unwrap();
-    assert_eq!(rv.conflicts, 0);
-    assert_eq!(rv.max_utilization, rv.solver_max_utilization);
+    assert_eq!(rv.summary.conflicts, 0);
+    assert_eq!(
+        rv.summary.max_utilization,
+        rv.summary.solver_max_utilization
+    );
     let hops = walk_all(&topo, &snap, &rv);
-    assert_eq!(hops.len(), rv.demands);
+    assert_eq!(hops.len(), rv.summary.demands);
     // Within a rack: NIC→RTSW→NIC; across racks: NIC→RTSW→CTSW→RTSW→NIC.
     assert!(hops.iter().all(|&h| h == 2 || h == 4), "{hops:?}");
 }
@@ -102,9 +105,9 @@ fn three_tier_tables_stay_consistent_where_entries_conflict() {
     let rv = compute(&snap, Solver::Cspf, &SolveOptions::default()).unwrap();
     // Two sources of one rack entering a CTSW by the same port toward one NIC leave it the
     // same way, whatever paths the solver gave them: some demands follow another's entry.
-    assert!(rv.conflicts > 0, "{}", rv.conflicts);
+    assert!(rv.summary.conflicts > 0, "{}", rv.summary.conflicts);
     let hops = walk_all(&topo, &snap, &rv);
-    assert_eq!(hops.len(), rv.demands);
+    assert_eq!(hops.len(), rv.summary.demands);
     assert!(hops.contains(&6), "cross-zone traffic goes through an ATSW");
     // The loads reported are the forwarded traffic's: all of it arrives.
     let into_nics: f64 = rv

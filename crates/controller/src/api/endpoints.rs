@@ -9,7 +9,7 @@ use utoipa::{ToResponse, ToSchema};
 use super::{query_pairs, ApiError};
 use crate::controller::{Controller, Registered};
 use crate::model::{DemandSet, FabricSpec, JobSpec, LinkEvent};
-use crate::routes::{Entry, LinkLoad, Unroutable};
+use crate::routes::{Entry, LinkLoad, RouteSummary};
 use fabricsim_te::report::TierUtilization;
 
 /// Every error: `{"error": "..."}` with a 4xx or 5xx status.
@@ -69,8 +69,8 @@ pub fn healthz(ctl: &Controller) -> Health {
     ctl.read(|s| Health {
         status: "ok",
         state_version: s.state.version,
-        route_version: rv.version,
-        routes_current: rv.state_version == s.state.version,
+        route_version: rv.summary.version,
+        routes_current: rv.summary.state_version == s.state.version,
         last_error: s.last_error.map(str::to_string),
     })
 }
@@ -397,23 +397,8 @@ pub struct SwitchSummary {
 /// The current route version.
 #[derive(Serialize, ToSchema)]
 pub struct Routes {
-    /// Counts recomputations, from 1; 0 is "no routes yet".
-    pub version: u64,
-    /// The state version the routes were computed for.
-    pub state_version: u64,
-    #[schema(example = "cspf")]
-    pub solver: String,
-    /// Demands placed over the fabric (GPU pairs; sets and jobs on one pair add up).
-    pub demands: usize,
-    /// Demands inside one NVLink domain.
-    pub local: usize,
-    pub unroutable: Vec<Unroutable>,
-    /// Max utilization of the steerable links under the programmed tables.
-    pub max_utilization: f64,
-    /// The same under the solver's own paths.
-    pub solver_max_utilization: f64,
-    /// Demands that follow another demand's entry for part of their way.
-    pub conflicts: usize,
+    #[serde(flatten)]
+    pub summary: RouteSummary,
     pub switches: Vec<SwitchSummary>,
 }
 
@@ -423,15 +408,7 @@ pub struct Routes {
 pub fn routes(ctl: &Controller) -> Routes {
     let rv = ctl.routes();
     Routes {
-        version: rv.version,
-        state_version: rv.state_version,
-        solver: rv.solver.clone(),
-        demands: rv.demands,
-        local: rv.local,
-        unroutable: rv.unroutable.clone(),
-        max_utilization: rv.max_utilization,
-        solver_max_utilization: rv.solver_max_utilization,
-        conflicts: rv.conflicts,
+        summary: rv.summary.clone(),
         switches: rv
             .switches
             .iter()
@@ -469,8 +446,8 @@ pub fn switch_routes(ctl: &Controller, switch: &str) -> Result<SwitchRoutes, Api
         None => return Err(ApiError::not_found(format!("no switch `{switch}`"))),
     };
     Ok(SwitchRoutes {
-        version: rv.version,
-        state_version: rv.state_version,
+        version: rv.summary.version,
+        state_version: rv.summary.state_version,
         switch: switch.to_string(),
         entries,
     })
@@ -520,9 +497,9 @@ pub fn utilization(ctl: &Controller, query: &str) -> Result<Utilization, ApiErro
     }
     let rv = ctl.routes();
     Ok(Utilization {
-        version: rv.version,
-        state_version: rv.state_version,
-        max_utilization: rv.max_utilization,
+        version: rv.summary.version,
+        state_version: rv.summary.state_version,
+        max_utilization: rv.summary.max_utilization,
         tiers: rv.tiers.clone(),
         links: rv.links.iter().take(top).cloned().collect(),
     })
