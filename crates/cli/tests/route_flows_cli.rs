@@ -275,12 +275,10 @@ fn flow_start_times_are_bounded() {
     );
 }
 
-#[test]
-fn flows_and_run_write_every_link_they_used() {
-    let dir = tempfile::tempdir().unwrap();
-    let links = dir.path().join("links.csv");
+/// `fabricsim flows` on examples/r2r.csv (rack 0 to rack 1 of a 2-rack AI Zone), with `extra`.
+fn flows_on_r2r(extra: &[&str]) -> std::process::Output {
     let r2r = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/r2r.csv");
-    let o = fabricsim(&[
+    let base = [
         "flows",
         "--preset",
         "meta-ai-zone",
@@ -288,9 +286,15 @@ fn flows_and_run_write_every_link_they_used() {
         "racks=2",
         "--flows",
         r2r,
-        "--links",
-        links.to_str().unwrap(),
-    ]);
+    ];
+    fabricsim(&[&base[..], extra].concat())
+}
+
+#[test]
+fn flows_and_run_write_every_link_they_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let links = dir.path().join("links.csv");
+    let o = flows_on_r2r(&["--links", links.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = std::fs::read_to_string(&links).unwrap();
     let mut lines = text.lines();
@@ -331,18 +335,7 @@ fn flows_and_run_write_every_link_they_used() {
 fn flows_write_a_report_of_their_completion_times() {
     let dir = tempfile::tempdir().unwrap();
     let report = dir.path().join("flows.html");
-    let flows = concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/r2r.csv");
-    let o = fabricsim(&[
-        "flows",
-        "--preset",
-        "meta-ai-zone",
-        "--set",
-        "racks=2",
-        "--flows",
-        flows,
-        "--report",
-        report.to_str().unwrap(),
-    ]);
+    let o = flows_on_r2r(&["--report", report.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
     let html = self_contained_report(&report, 2);
     assert!(html.contains("Flow completion times") && html.contains("rtsw-&gt;ctsw"));

@@ -558,29 +558,31 @@ impl<'t> Orchestrator<'t> {
         let (op, since) = (stream.op, stream.since);
         let lane = if memory { Lane::Memory } else { Lane::Compute };
         let the_op = job.spec.workload.program_of(r).ops[op as usize];
-        let detail = match the_op.kind {
-            OpKind::Compute(c) => Detail {
-                flops: c.flops,
-                ..Detail::default()
-            },
-            OpKind::Memory { bytes, .. } => Detail {
-                bytes,
-                ..Detail::default()
-            },
-            _ => Detail::default(),
-        };
-        job.stats.slice(Slice {
-            rank: r,
-            lane,
-            label: the_op.label,
-            start: since,
-            end: t,
-            detail,
-        });
-        if !memory {
-            if let OpKind::Compute(c) = job.spec.workload.program_of(r).ops[op as usize].kind {
+        if let OpKind::Compute(c) = the_op.kind {
+            if !memory {
                 job.stats.hardware_flops += c.flops;
             }
+        }
+        if r < job.stats.trace_ranks {
+            let detail = match the_op.kind {
+                OpKind::Compute(c) => Detail {
+                    flops: c.flops,
+                    ..Detail::default()
+                },
+                OpKind::Memory { bytes, .. } => Detail {
+                    bytes,
+                    ..Detail::default()
+                },
+                _ => Detail::default(),
+            };
+            job.stats.slice(Slice {
+                rank: r,
+                lane,
+                label: the_op.label,
+                start: since,
+                end: t,
+                detail,
+            });
         }
         self.complete(j, r, op, t);
         self.start_kernel(j, r, t, memory);
