@@ -24,6 +24,8 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::Arc;
 
+use rustc_hash::FxHashMap;
+
 use fabricsim_collectives::hardware::link_efficiency;
 use fabricsim_collectives::{plan, ExecError, Execution, Ranks, Request, Transport};
 use fabricsim_collectives::{Generation, Platform};
@@ -123,7 +125,8 @@ pub struct Orchestrator<'t> {
     /// Finished instances whose slots can be reused.
     free_instances: Vec<u32>,
     transfers: Vec<Transfer>,
-    flow_owner: Vec<FlowOwner>,
+    /// Who each flow in flight belongs to.
+    flow_owner: FxHashMap<FlowId, FlowOwner>,
     /// Ready ops not yet dispatched: (job, rank, op).
     ready: Vec<(u32, u32, u32)>,
     /// Instances whose executions must act at the current instant.
@@ -180,7 +183,7 @@ impl<'t> Orchestrator<'t> {
             instances: Vec::new(),
             free_instances: Vec::new(),
             transfers: Vec::new(),
-            flow_owner: Vec::new(),
+            flow_owner: FxHashMap::default(),
             ready: Vec::new(),
             touched: Vec::new(),
             submitted: Vec::new(),
@@ -279,7 +282,11 @@ impl<'t> Orchestrator<'t> {
             }
             for c in &done {
                 self.events += 1;
-                match self.flow_owner[c.flow.0 as usize] {
+                match self
+                    .flow_owner
+                    .remove(&c.flow)
+                    .expect("every flow has an owner")
+                {
                     FlowOwner::Exec { instance, owner } => {
                         if let Some(x) = self.instances[instance as usize].exec.as_mut() {
                             x.flow_done(owner, Nanos(t));
@@ -416,12 +423,8 @@ impl<'t> Orchestrator<'t> {
         }
         for &(id, owner) in &self.submitted {
             self.flows += 1;
-            let slot = id.0 as usize;
-            if self.flow_owner.len() <= slot {
-                self.flow_owner
-                    .resize(slot + 1, FlowOwner::Transfer(u32::MAX));
-            }
-            self.flow_owner[slot] = FlowOwner::Exec { instance: i, owner };
+            self.flow_owner
+                .insert(id, FlowOwner::Exec { instance: i, owner });
         }
         let inst = &mut self.instances[i as usize];
         let x = inst.exec.as_ref().expect("checked above");

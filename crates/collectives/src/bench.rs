@@ -17,6 +17,8 @@
 //! ranks' NVLink ports.
 
 use fabricsim_netsim::{Engine, FlowEngine, Network};
+use std::sync::Arc;
+
 use fabricsim_routing::balance::{group_loads, links_in_scope};
 use fabricsim_routing::key::mix;
 use fabricsim_routing::PathSelection;
@@ -210,7 +212,9 @@ struct Planned {
     protocol: Protocol,
     tuned: bool,
     sizes: Option<Vec<u64>>,
-    sched: Schedule,
+    /// Shared with the execution, which reads it as it runs (not copied: a step schedule is
+    /// hundreds of MB at a thousand ranks).
+    sched: Arc<Schedule>,
 }
 
 impl Planned {
@@ -246,7 +250,7 @@ fn plan_size(
         protocol: Protocol::Simple,
         tuned: bench.algorithm.is_none() || bench.protocol.is_none(),
         sizes,
-        sched: Schedule::default(),
+        sched: Arc::default(),
     };
     let (algorithm, protocol) = settle(
         &planned.request(bench, ranks),
@@ -256,7 +260,7 @@ fn plan_size(
     );
     planned.algorithm = algorithm;
     planned.protocol = protocol;
-    planned.sched = plan(&planned.request(bench, ranks))?;
+    planned.sched = Arc::new(plan(&planned.request(bench, ranks))?);
     Ok(planned)
 }
 
@@ -340,7 +344,7 @@ pub fn run_size(
     }
     let outcome = run(
         &mut net,
-        sched,
+        Arc::clone(sched),
         &req,
         Transport {
             protocol,

@@ -21,6 +21,8 @@
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
+
+use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
 use fabricsim_netsim::{Engine, FlowId, Leg, Network, NetworkError, Strand};
@@ -101,7 +103,8 @@ struct Steps {
     /// CSR: transfers released by a transfer's arrival.
     offsets: Vec<u32>,
     dependents: Vec<u32>,
-    flows_left: Vec<u32>,
+    /// Per transfer in flight, its flows not yet drained.
+    flows_left: FxHashMap<u32, u32>,
     /// Round-robin: each transfer's turn on its connection.
     turn: Vec<u32>,
     ran: usize,
@@ -131,8 +134,8 @@ pub struct Execution {
     costing: Costing,
     platform: Platform,
     queue: BinaryHeap<Reverse<(u64, u8, u32)>>,
-    /// Per transfer or group: its latency, known once submitted.
-    latency: Vec<u64>,
+    /// Per transfer or group in flight: its latency, known once submitted.
+    latency: FxHashMap<u32, u64>,
     state: State,
     start: u64,
     end: u64,
@@ -175,7 +178,7 @@ impl Execution {
             ),
             platform: Platform::of(topo, req.ranks, transport.gpu),
             queue: BinaryHeap::new(),
-            latency: vec![0; n],
+            latency: FxHashMap::default(),
             state,
             start: now.0,
             end: now.0,
@@ -251,8 +254,10 @@ impl Execution {
         match &mut self.state {
             State::Steps(s) => {
                 let t = owner as usize;
-                s.flows_left[t] -= 1;
-                if s.flows_left[t] == 0 {
+                let left = s.flows_left.get_mut(&owner).expect("a transfer in flight");
+                *left -= 1;
+                if *left == 0 {
+                    s.flows_left.remove(&owner);
                     if !self.tickets.is_empty() {
                         self.released.push((owner, at));
                     }
@@ -264,8 +269,11 @@ impl Execution {
                             self.ready(next, at);
                         }
                     }
-                    self.queue
-                        .push(Reverse((at + self.latency[t], ARRIVE, owner)));
+                    self.queue.push(Reverse((
+                        at + self.latency.remove(&owner).unwrap_or(0),
+                        ARRIVE,
+                        owner,
+                    )));
                 }
             }
             State::Groups(g) => {
@@ -275,7 +283,7 @@ impl Execution {
                 let i = owner as usize;
                 // The bundle's latency is its slowest strand's: the network path when an edge
                 // crosses the network, else the NVLink path.
-                let path = Nanos(self.latency[i]);
+                let path = Nanos(self.latency.remove(&owner).unwrap_or(0));
                 let (nvlink, network) = if g.crosses[i] {
                     (self.platform.nvlink_path, path)
                 } else {
@@ -458,7 +466,7 @@ impl Execution {
             latency = latency.max(self.submit(net, vec![strand], bytes, t, submitted)?);
         }
         if let State::Steps(s) = &mut self.state {
-            s.flows_left[t as usize] = count;
+            s.flows_left.insert(t, count);
         }
         // A transfer that opens an algorithm step arrives the protocol's per-step latency after
         // its path's: NCCL's step latency is the handshake of a step, paid once per chunk on
@@ -468,7 +476,7 @@ impl Execution {
         } else {
             0
         };
-        self.latency[t as usize] = latency + step;
+        self.latency.insert(t, latency + step);
         Ok(())
     }
 
@@ -532,7 +540,7 @@ impl Execution {
             &self.platform,
         );
         let latency = self.submit(net, strands, most, i, submitted)?;
-        self.latency[i as usize] = latency;
+        self.latency.insert(i, latency);
         if let State::Groups(g) = &mut self.state {
             g.crosses[i as usize] = crosses;
             g.fill[i as usize] = fill.0;
@@ -597,7 +605,7 @@ impl Steps {
             next_on_conn,
             offsets,
             dependents,
-            flows_left: vec![0; n],
+            flows_left: FxHashMap::default(),
             turn,
             ran: 0,
         }
@@ -632,29 +640,21 @@ impl Groups {
 /// Runs `sched` (planned for `req`) alone on `net` from the engine's current time, to the end.
 pub fn run<E: Engine>(
     net: &mut Network<'_, E>,
-    sched: &Schedule,
+    sched: Arc<Schedule>,
     req: &Request<'_>,
     transport: Transport,
 ) -> Result<Outcome, ExecError> {
     let now = net.engine().now();
-    let mut x = Execution::new(net.topology(), Arc::new(sched.clone()), req, transport, now);
+    let mut x = Execution::new(net.topology(), sched, req, transport, now);
     let mut submitted = Vec::new();
-    // Owners of this run's flows, by flow id from the first.
-    let mut owner: Vec<u32> = Vec::new();
-    let mut first = None;
+    // Owners of this run's flows in flight, by flow id.
+    let mut owner: FxHashMap<FlowId, u32> = FxHashMap::default();
     let mut done = Vec::new();
     let mut at = now;
     loop {
         submitted.clear();
         x.fire(net, at, &mut submitted)?;
-        for &(id, o) in &submitted {
-            let base = *first.get_or_insert(id.0);
-            let slot = (id.0 - base) as usize;
-            if owner.len() <= slot {
-                owner.resize(slot + 1, NONE);
-            }
-            owner[slot] = o;
-        }
+        owner.extend(submitted.iter().copied());
         let next = match (net.engine().next_event(), x.next_event()) {
             (Some(a), Some(b)) => a.min(b),
             (a, b) => match a.or(b) {
@@ -665,7 +665,9 @@ pub fn run<E: Engine>(
         done.clear();
         net.advance(next, &mut done);
         for c in &done {
-            let o = owner[(c.flow.0 - first.unwrap_or(0)) as usize];
+            let o = owner
+                .remove(&c.flow)
+                .expect("a completion of this run's flow");
             x.flow_done(o, next);
         }
         at = next;

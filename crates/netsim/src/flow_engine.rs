@@ -37,6 +37,7 @@ use fabricsim_topology::{Bandwidth, LinkId, Nanos, Topology};
 
 use crate::engine::{Completion, Engine, FlowId, FlowSpec, LinkStats};
 use crate::maxmin::Solver;
+use crate::window::Window;
 
 mod cohort;
 mod component;
@@ -168,7 +169,8 @@ pub struct FlowEngine {
     /// The variables: the flows on one path (`cohort.rs`). The internals below say "flow" for a
     /// cohort; the flows the user submits are `members`.
     cohorts: Vec<Cohort>,
-    members: Vec<Member>,
+    /// By flow id, from the oldest unfinished one (finished flows' records are dropped).
+    members: Window<Member>,
     /// The last cohort of each path, in flight or retired, by its key's slot (`cohort.rs`), or
     /// `NO_COHORT`.
     /// Each with the key's low 32 bits, so that a lookup reads a cohort only when the keys
@@ -235,7 +237,7 @@ impl FlowEngine {
                 .map(|l| Link::new(l.capacity.0 as f64))
                 .collect(),
             cohorts: Vec::new(),
-            members: Vec::new(),
+            members: Window::default(),
             paths: vec![(NO_COHORT, 0); PATH_SLOTS],
             long_paths: HashMap::default(),
             incidence: Incidence::default(),
@@ -291,6 +293,12 @@ impl FlowEngine {
 
     /// Flows submitted so far.
     pub fn flow_count(&self) -> usize {
+        self.members.end() as usize
+    }
+
+    /// Flows whose records are held: from the oldest unfinished one to the newest (finished
+    /// flows before it are forgotten).
+    pub fn flows_held(&self) -> usize {
         self.members.len()
     }
 
@@ -302,7 +310,7 @@ impl FlowEngine {
 
     /// Whether `flow` still has bytes to send.
     pub fn is_active(&self, flow: FlowId) -> bool {
-        self.members[flow.0 as usize].active
+        self.members.get(flow.0).is_some_and(|m| m.active)
     }
 
     /// Brings `f`'s service (and what it carried) up to now: never past its next member's
@@ -588,8 +596,7 @@ impl Engine for FlowEngine {
     }
 
     fn submit(&mut self, spec: FlowSpec<'_>) -> FlowId {
-        let id = self.members.len() as u32;
-        self.members.push(Member {
+        let id = self.members.push(Member {
             cohort: NO_COHORT,
             target: 0.0,
             active: false,
@@ -613,10 +620,9 @@ impl Engine for FlowEngine {
 
     fn reroute(&mut self, flow: FlowId, links: Vec<(LinkId, f64)>, latency: Nanos) {
         let m = flow.0;
-        let member = self.members[m as usize];
-        if !member.active {
+        let Some(&member) = self.members.get(m).filter(|m| m.active) else {
             return;
-        }
+        };
         // It leaves its cohort (what it sent there stays in the cohort's `carried`) and takes
         // what it has left to its new path.
         let b = member.cohort;
@@ -635,7 +641,7 @@ impl Engine for FlowEngine {
     }
 
     fn links(&self, flow: FlowId) -> Vec<(LinkId, f64)> {
-        let b = self.members[flow.0 as usize].cohort;
+        let b = self.members.get(flow.0).map_or(NO_COHORT, |m| m.cohort);
         if b == NO_COHORT {
             return Vec::new();
         }
@@ -647,7 +653,7 @@ impl Engine for FlowEngine {
 
     fn rate(&mut self, flow: FlowId) -> Bandwidth {
         self.solve_dirty();
-        let b = self.members[flow.0 as usize].cohort;
+        let b = self.members.get(flow.0).map_or(NO_COHORT, |m| m.cohort);
         let r = if b == NO_COHORT {
             0.0
         } else {
@@ -719,6 +725,7 @@ impl Engine for FlowEngine {
                 }
             }
         }
+        self.members.trim(|m| !m.active);
         self.now = self.now.max(to);
     }
 

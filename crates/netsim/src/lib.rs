@@ -21,6 +21,7 @@ pub mod flow_engine;
 pub mod flows_file;
 pub mod maxmin;
 pub mod network;
+mod window;
 
 pub use analytical::AnalyticalEngine;
 pub use engine::{Completion, Engine, FlowId, FlowSpec, LinkStats, LinkUse};

@@ -21,6 +21,7 @@ use fabricsim_routing::{
 use fabricsim_topology::{Bandwidth, LinkId, Nanos, NodeId, Topology};
 
 use crate::engine::{Completion, Engine, FlowId, FlowSpec, LinkStats};
+use crate::window::Window;
 
 /// A part of a strand: the route of a flow key under the policy, or one fixed link.
 #[derive(Clone, Debug, PartialEq)]
@@ -55,7 +56,8 @@ pub struct Network<'t, E: Engine> {
     state: LinkState,
     router: Router<'t>,
     engine: E,
-    recipes: Vec<Recipe>,
+    /// By flow id, from the oldest unfinished flow.
+    recipes: Window<Recipe>,
     stalled: Vec<(FlowId, RouteError)>,
     memo: Option<RouteMemo>,
     /// The links of the flow being submitted, reused (submitting allocates nothing per flow).
@@ -147,7 +149,7 @@ impl<'t, E: Engine> Network<'t, E> {
             state: LinkState::new(topo),
             router,
             engine,
-            recipes: Vec::new(),
+            recipes: Window::default(),
             stalled: Vec::new(),
             memo: None,
             scratch: Vec::new(),
@@ -349,7 +351,8 @@ impl<'t, E: Engine> Network<'t, E> {
         });
         self.scratch = links;
         let id = submitted?;
-        self.recipes.push(Recipe::Key(key));
+        let kept = self.recipes.push(Recipe::Key(key));
+        debug_assert_eq!(kept, id.0, "the network submits every flow of its engine");
         Ok(id)
     }
 
@@ -368,8 +371,10 @@ impl<'t, E: Engine> Network<'t, E> {
             cap,
             latency: Nanos(0),
         });
-        self.recipes
+        let kept = self
+            .recipes
             .push(Recipe::Bundle(strands.into_boxed_slice()));
+        debug_assert_eq!(kept, id.0, "the network submits every flow of its engine");
         Ok((id, latency))
     }
 
@@ -421,6 +426,11 @@ impl<'t, E: Engine> Network<'t, E> {
         Ok((merged, latency))
     }
 
+    /// Flows whose routing recipes are held: from the oldest not yet completed to the newest.
+    pub fn flows_held(&self) -> usize {
+        self.recipes.len()
+    }
+
     /// The route flow `f` is on now: its links, each with the fraction of its rate it carries.
     pub fn route_of(&self, f: FlowId) -> Vec<(LinkId, f64)> {
         self.engine.links(f)
@@ -435,8 +445,8 @@ impl<'t, E: Engine> Network<'t, E> {
             self.engine.set_link_capacity(l, cap);
         }
         self.stalled.clear();
-        for f in 0..self.recipes.len() {
-            let flow = FlowId(f as u32);
+        for f in self.recipes.ids() {
+            let flow = FlowId(f);
             if matches!(self.recipes[f], Recipe::Done)
                 || self
                     .engine
@@ -481,8 +491,9 @@ impl<'t, E: Engine> Network<'t, E> {
         let start = finished.len();
         self.engine.advance(to, finished);
         for c in &finished[start..] {
-            self.recipes[c.flow.0 as usize] = Recipe::Done;
+            self.recipes[c.flow.0] = Recipe::Done;
         }
+        self.recipes.trim(|r| matches!(r, Recipe::Done));
     }
 
     /// Runs until no flow can make progress; returns the completions in time order.

@@ -60,12 +60,7 @@ impl Orchestrator<'_> {
                 error,
             })?;
         self.flows += 1;
-        let slot = flow.0 as usize;
-        if self.flow_owner.len() <= slot {
-            self.flow_owner
-                .resize(slot + 1, FlowOwner::Transfer(u32::MAX));
-        }
-        self.flow_owner[slot] = FlowOwner::Transfer(id);
+        self.flow_owner.insert(flow, FlowOwner::Transfer(id));
         Ok(())
     }
 

@@ -193,7 +193,7 @@ impl FlowEngine {
         let target = cohort.service + bytes;
         cohort.members += 1;
         cohort.due.push((target.to_bits(), m));
-        self.members[m as usize] = Member {
+        self.members[m] = Member {
             cohort: b,
             target,
             active: true,
@@ -205,7 +205,11 @@ impl FlowEngine {
         let members = &self.members;
         let cohort = &mut self.cohorts[b as usize];
         while let Some((bits, m)) = cohort.due.peek() {
-            let member = members[m as usize];
+            // A dropped member is long finished.
+            let Some(&member) = members.get(m) else {
+                cohort.due.pop();
+                continue;
+            };
             if member.active && member.cohort == b && member.target.to_bits() == bits {
                 return f64::from_bits(bits);
             }
@@ -223,22 +227,22 @@ impl FlowEngine {
                 break;
             };
             cohort.members -= 1;
-            self.members[m as usize].active = false;
+            self.members[m].active = false;
             out.push(m);
         }
     }
 
     /// The bytes member `m` has still to send.
     pub(super) fn member_remaining(&self, m: u32) -> f64 {
-        let member = self.members[m as usize];
+        let member = self.members[m];
         (member.target - self.cohorts[member.cohort as usize].service).max(0.0)
     }
 
     /// Takes member `m` out of its cohort's count (its heap entry is skipped when it surfaces).
     pub(super) fn leave(&mut self, m: u32) {
-        let b = self.members[m as usize].cohort;
+        let b = self.members[m].cohort;
         self.cohorts[b as usize].members -= 1;
-        self.members[m as usize].active = false;
+        self.members[m].active = false;
     }
 }
 
