@@ -7,6 +7,7 @@
 mod bench;
 mod buffer;
 mod calibrate;
+mod days;
 mod failure;
 mod flows;
 mod links;
@@ -68,6 +69,9 @@ enum Command {
     /// A scenario over the cartesian product of some of its keys' values: one table row per
     /// point, seed and job.
     Sweep(sweep::SweepArgs),
+    /// The cluster over days: a job trace placed by a scheduler, failures, checkpoints and
+    /// repairs, each job at its simulated iteration time.
+    Cluster(Box<days::ClusterArgs>),
     /// Print a shell completion script (bash, zsh, fish, elvish or powershell) to stdout.
     Completions { shell: clap_complete::Shell },
 }
@@ -95,6 +99,7 @@ fn main() -> ExitCode {
         Command::Whatif(args) => whatif::run(*args),
         Command::Buffer(args) => buffer::run(*args),
         Command::Sweep(args) => sweep::run(args),
+        Command::Cluster(args) => days::run(*args),
         Command::Completions { shell } => {
             clap_complete::generate(
                 shell,

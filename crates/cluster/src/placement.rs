@@ -32,7 +32,7 @@ pub enum PlacementError {
 }
 
 /// The switch a host's first NIC hangs off (its rack), if any.
-fn rack_of(topo: &Topology, host: usize) -> Option<NodeId> {
+pub fn rack_of(topo: &Topology, host: usize) -> Option<NodeId> {
     let nic = *topo.hosts()[host].nics.first()?;
     topo.out_links(nic)
         .iter()
