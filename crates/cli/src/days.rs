@@ -11,6 +11,7 @@ use fabricsim_timeline::{scheduler, Outcome, Plan};
 
 use crate::failure::{input, other, CmdResult};
 use crate::output::write_output;
+use crate::progress;
 
 #[derive(Args)]
 pub struct ClusterArgs {
@@ -75,17 +76,16 @@ pub fn run(args: ClusterArgs) -> CmdResult {
     let topo = plan.scenario.fabric.load().map_err(input)?;
     let first = args.seed.unwrap_or(plan.seed);
     let mut outcomes = Vec::new();
+    let hours = (plan.duration / 3600.0).ceil() as u64;
+    let bar = progress::bar(hours * u64::from(args.seeds), "simulated hours");
     for k in 0..u64::from(args.seeds) {
-        outcomes.push(
-            fabricsim_timeline::run(&plan, &topo, first.wrapping_add(k)).map_err(|e| {
-                if e.is_input() {
-                    input(e)
-                } else {
-                    other(e)
-                }
-            })?,
-        );
+        let done = k * hours;
+        let run = fabricsim_timeline::run_with_progress(&plan, &topo, first.wrapping_add(k), |h| {
+            bar.set_position(done + h as u64)
+        });
+        outcomes.push(run.map_err(|e| if e.is_input() { input(e) } else { other(e) })?);
     }
+    bar.finish_and_clear();
     if let Some(path) = &args.jobs_csv {
         let text = outcomes[0].jobs_csv();
         write_output(Some(path), |w| w.write_all(text.as_bytes())).map_err(other)?;

@@ -24,6 +24,10 @@ pub struct Hierarchy {
     pub gpus_per_host: u32,
     /// Per host: its name.
     pub names: Vec<String>,
+    /// Whether every rack switch's uplinks carry at least what its hosts' NICs can send into
+    /// it (a non-blocking rack, as in Meta's AI Zones): then where in a zone a job's hosts sit
+    /// does not change its bandwidth.
+    pub racks_non_blocking: bool,
 }
 
 impl Hierarchy {
@@ -71,7 +75,20 @@ impl Hierarchy {
         for (r, &z) in zone.iter().enumerate() {
             racks_of_zone[z as usize].push(r as u32);
         }
+        let racks_non_blocking = rack_ids.iter().flatten().all(|&s| {
+            let (mut up, mut down) = (0u128, 0u128);
+            for &l in topo.out_links(s) {
+                let link = topo.link(l);
+                match topo.kind(link.dst) {
+                    NodeKind::Switch(_) => up += u128::from(link.capacity.0),
+                    NodeKind::Nic => down += u128::from(link.capacity.0),
+                    _ => {}
+                }
+            }
+            up >= down
+        });
         Hierarchy {
+            racks_non_blocking,
             rack,
             zone,
             hosts_of_rack,

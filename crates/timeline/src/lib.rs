@@ -47,6 +47,16 @@ impl TimelineError {
 
 /// Runs `plan` on `topo` (the plan's fabric, loaded by the caller) for `seed`.
 pub fn run(plan: &Plan, topo: &Topology, seed: u64) -> Result<Outcome, TimelineError> {
+    run_with_progress(plan, topo, seed, |_| {})
+}
+
+/// [`run`], calling `progress` with the simulated hours done at each sample.
+pub fn run_with_progress(
+    plan: &Plan,
+    topo: &Topology,
+    seed: u64,
+    progress: impl FnMut(f64),
+) -> Result<Outcome, TimelineError> {
     let h = hierarchy::Hierarchy::of(topo);
-    sim::Sim::new(plan, topo, &h, seed)?.run()
+    sim::Sim::new(plan, topo, &h, seed)?.run(progress)
 }

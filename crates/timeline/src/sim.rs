@@ -231,7 +231,7 @@ impl<'a> Sim<'a> {
         }
     }
 
-    pub fn run(mut self) -> Result<Outcome, TimelineError> {
+    pub fn run(mut self, mut progress: impl FnMut(f64)) -> Result<Outcome, TimelineError> {
         for j in 0..self.jobs.len() as u32 {
             let t = self.jobs[j as usize].req.arrival;
             self.push(t, Event::Arrival(j));
@@ -282,6 +282,7 @@ impl<'a> Sim<'a> {
                     true
                 }
                 Event::Sample => {
+                    progress(t / 3600.0);
                     self.sample();
                     self.push(t + self.plan.sample_every, Event::Sample);
                     false
@@ -424,6 +425,7 @@ impl<'a> Sim<'a> {
                 let alloc = std::mem::take(&mut job.alloc);
                 (job.phase, job.interrupted, job.wait_since) = (Phase::Waiting, true, self.now + w);
                 job.epoch += 1;
+                job.interruptions += 1;
                 self.release(j, &alloc);
             } else {
                 self.interrupt(j, class);

@@ -13,9 +13,13 @@
 //!
 //! **Shapes.** A group's key lists its jobs' workloads and GPUs with zones, racks and hosts
 //! renumbered in order of first appearance, so the same jobs on other racks of the same form
-//! reuse the result. This assumes the racks of a zone, and the zones, are alike (true of every
-//! preset; an irregular fabric file gets the result of the first placement of each shape), and
-//! ECMP's hash luck is that of the first placement simulated.
+//! reuse the result. Where every rack is non-blocking (its ToR's uplinks carry what its hosts
+//! send, as in Meta's AI Zones), racks drop out of the key: a job's shape is then how many of
+//! its hosts sit in each zone, in rank order, since within a non-blocking zone their racks do
+//! not change its bandwidth (only ECMP's collisions and a microsecond of path latency). This
+//! assumes the racks of a zone, and the zones, are alike (true of every preset; an irregular
+//! fabric file gets the result of the first placement of each shape), and ECMP's hash luck is
+//! that of the first placement simulated.
 
 use fabricsim_cluster::placement::Placement;
 use fabricsim_cluster::scenario::Scenario;
@@ -28,22 +32,15 @@ use rustc_hash::FxHashMap;
 
 use crate::hierarchy::{Allocation, Hierarchy};
 
-/// A job's GPUs with zones, racks and hosts renumbered.
+/// A job's GPUs with zones, racks and hosts renumbered: per host (zone, rack, host, GPU mask),
+/// or, where racks are non-blocking, runs of hosts (zone, hosts in the run, GPU mask).
 type Shape = Vec<(u32, u32, u32, u64)>;
 type Key = Vec<(u32, Shape)>;
 
-/// What a job's iteration took in a group's simulation.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Step {
-    pub seconds: f64,
-    /// Shares of the iteration: computing, and communication not hidden behind it, by scope
-    /// (`tp`, `pp`, `dp`, …), as `fabricsim run` reports them.
-    pub compute: f64,
-    pub exposed: BTreeMap<&'static str, f64>,
-}
-
-/// Renumbers the zones, racks and hosts of `allocs`, in order, by first appearance.
-fn shapes(h: &Hierarchy, allocs: &[&Allocation]) -> Vec<Shape> {
+/// Renumbers the zones, racks and hosts of `allocs`, in order, by first appearance. With
+/// `coarse`, racks and hosts are left out: consecutive hosts of one zone with the same GPUs
+/// become one run.
+fn shapes(h: &Hierarchy, allocs: &[&Allocation], coarse: bool) -> Vec<Shape> {
     let (mut zones, mut racks, mut hosts) = (
         FxHashMap::default(),
         FxHashMap::default(),
@@ -56,20 +53,32 @@ fn shapes(h: &Hierarchy, allocs: &[&Allocation]) -> Vec<Shape> {
     allocs
         .iter()
         .map(|a| {
-            a.iter()
-                .map(|&(x, mask)| {
-                    let rack = h.rack[x as usize];
-                    let zone = h.zone[rack as usize];
-                    (
-                        number(&mut zones, zone),
-                        number(&mut racks, rack),
-                        number(&mut hosts, x),
-                        mask,
-                    )
-                })
-                .collect()
+            let mut shape: Shape = Vec::new();
+            for &(x, mask) in a.iter() {
+                let rack = h.rack[x as usize];
+                let zone = number(&mut zones, h.zone[rack as usize]);
+                if coarse {
+                    match shape.last_mut() {
+                        Some(run) if run.0 == zone && run.3 == mask => run.1 += 1,
+                        _ => shape.push((zone, 1, 0, mask)),
+                    }
+                } else {
+                    shape.push((zone, number(&mut racks, rack), number(&mut hosts, x), mask));
+                }
+            }
+            shape
         })
         .collect()
+}
+
+/// What a job's iteration took in a group's simulation.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Step {
+    pub seconds: f64,
+    /// Shares of the iteration: computing, and communication not hidden behind it, by scope
+    /// (`tp`, `pp`, `dp`, …), as `fabricsim run` reports them.
+    pub compute: f64,
+    pub exposed: BTreeMap<&'static str, f64>,
 }
 
 pub struct StepTimes<'a> {
@@ -112,7 +121,7 @@ impl<'a> StepTimes<'a> {
         // Jobs in a canonical order (by workload and own shape), then their joint shape.
         let own: Vec<Shape> = jobs
             .iter()
-            .map(|(_, a)| shapes(self.h, &[a]).remove(0))
+            .map(|(_, a)| shapes(self.h, &[a], self.h.racks_non_blocking).remove(0))
             .collect();
         let mut order: Vec<usize> = (0..jobs.len()).collect();
         order.sort_by(|&a, &b| (jobs[a].0, &own[a]).cmp(&(jobs[b].0, &own[b])));
@@ -120,7 +129,7 @@ impl<'a> StepTimes<'a> {
         let key: Key = order
             .iter()
             .map(|&i| jobs[i].0)
-            .zip(shapes(self.h, &allocs))
+            .zip(shapes(self.h, &allocs, self.h.racks_non_blocking))
             .collect();
         let times = match self.cache.get(&key) {
             Some(t) => {

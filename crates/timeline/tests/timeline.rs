@@ -148,6 +148,24 @@ fn a_gpu_failure_costs_the_work_since_the_last_checkpoint_and_the_restart() {
 }
 
 #[test]
+fn a_planned_drain_moves_the_job_without_losing_work() {
+    let p = plan(
+        2,
+        "[cluster]\ndays = 2\nfailures = false\ncheckpoint_every = \"1h\"\ncheckpoint_write = \"100s\"\n\
+         restart = \"10min\"\n[[cluster.arrival]]\njob = \"small-16\"\nhours = 6\n\
+         [[cluster.outage]]\nat = \"1.5h\"\nrack = \"zone0/rack0/rtsw\"\nhours = 4\nplanned = true\n",
+    );
+    let o = outcome(&p, 1);
+    let j = &o.jobs[0];
+    assert_eq!(
+        (j.interruptions, j.lost_gpu_h, j.state),
+        (1, 0.0, "finished")
+    );
+    assert!((j.restart_h - 600.0 / 3600.0).abs() < 1e-9);
+    assert!(o.failures.iter().all(|f| f.failures == 0));
+}
+
+#[test]
 fn tensor_parallelism_across_hosts_is_slower_than_inside_them() {
     // The same 16 GPUs: Llama 3's layering keeps TP inside each host; the reverse puts the
     // two data-parallel replicas' ranks side by side in each host and TP across the network.
