@@ -303,6 +303,12 @@ impl Plan {
                 c.sample_every
             )));
         }
+        if c.days * 86_400.0 / sample_every > 1e6 {
+            return Err(err(format!(
+                "[cluster] sample_every = \"{}\": {} days would take more than 1,000,000 samples",
+                c.sample_every, c.days
+            )));
+        }
         let mut arrivals = Vec::new();
         for (i, a) in c.arrival.iter().enumerate() {
             let key = format!("[[cluster.arrival]] {}:", i + 1);

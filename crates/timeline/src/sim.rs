@@ -507,6 +507,7 @@ impl<'a> Sim<'a> {
         // Per kind of job (interrupted or not), the fewest GPUs that did not fit in this pass:
         // a larger job does not fit either.
         let mut no_fit = [u32::MAX; 2];
+        let mut started = Vec::new();
         for j in waiting {
             let (gpus, interrupted) = (
                 self.jobs[j as usize].gpus,
@@ -517,13 +518,40 @@ impl<'a> Sim<'a> {
             }
             let eligible = scheduler::eligible(self.h, &self.occ, self.plan.spares, interrupted);
             match self.scheduler.place(self.h, &self.occ, &eligible, gpus) {
-                Some(alloc) => self.start(j, alloc)?,
+                Some(alloc) => {
+                    self.start(j, alloc);
+                    started.push(j);
+                }
                 None => no_fit[usize::from(interrupted)] = gpus,
             }
         }
+        // Every simulation this change needs, at once (in parallel): the new jobs alone, and
+        // the groups of jobs sharing links.
         let running: Vec<u32> = (0..self.jobs.len() as u32)
-            .filter(|&j| self.running(j))
+            .filter(|&j| self.running(j) || started.contains(&j))
             .collect();
+        let pairs: Vec<(u32, &Allocation)> = running
+            .iter()
+            .map(|&j| {
+                (
+                    self.jobs[j as usize].req.template,
+                    &self.jobs[j as usize].alloc,
+                )
+            })
+            .collect();
+        let alone: Vec<(u32, &Allocation)> = started
+            .iter()
+            .map(|&j| {
+                (
+                    self.jobs[j as usize].req.template,
+                    &self.jobs[j as usize].alloc,
+                )
+            })
+            .collect();
+        self.times.prepare(&alone, &pairs)?;
+        for j in started {
+            self.begin(j)?;
+        }
         let pairs: Vec<(u32, &Allocation)> = running
             .iter()
             .map(|&j| {
@@ -549,16 +577,25 @@ impl<'a> Sim<'a> {
         Ok(())
     }
 
-    fn start(&mut self, j: u32, alloc: Allocation) -> Result<(), TimelineError> {
+    /// Gives job `j` its GPUs; [`Sim::begin`] starts it once its step times are known.
+    fn start(&mut self, j: u32, alloc: Allocation) {
         self.occ.take(&alloc);
         for &(x, _) in &alloc {
             self.holders[x as usize].push(j);
         }
-        let alone = self
-            .times
-            .alone(self.jobs[j as usize].req.template, &alloc)?
-            .seconds;
-        let mtti = self.mtti(&alloc);
+        let job = &mut self.jobs[j as usize];
+        job.queued += self.now - job.wait_since;
+        job.first_start.get_or_insert(self.now);
+        job.alloc = alloc;
+        job.since = self.now;
+        job.epoch += 1;
+    }
+
+    /// Starts job `j` (given its GPUs by [`Sim::start`]) at its iteration time alone.
+    fn begin(&mut self, j: u32) -> Result<(), TimelineError> {
+        let job = &self.jobs[j as usize];
+        let alone = self.times.alone(job.req.template, &job.alloc)?.seconds;
+        let mtti = self.mtti(&job.alloc);
         let (now, plan) = (self.now, self.plan);
         let job = &mut self.jobs[j as usize];
         job.alone = alone;
@@ -572,12 +609,7 @@ impl<'a> Sim<'a> {
             Checkpoint::Every(s) => s,
             Checkpoint::YoungDaly => young_daly(plan.checkpoint_write, mtti).max(60.0),
         };
-        job.queued += now - job.wait_since;
-        job.first_start.get_or_insert(now);
-        job.alloc = alloc;
-        job.since = now;
         job.iter_time = alone;
-        job.epoch += 1;
         let epoch = job.epoch;
         if job.interrupted {
             job.phase = Phase::Restarting;

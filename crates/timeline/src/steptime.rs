@@ -28,7 +28,8 @@ use fabricsim_cluster::RunOptions;
 use std::collections::BTreeMap;
 
 use fabricsim_topology::Topology;
-use rustc_hash::FxHashMap;
+use rayon::prelude::*;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::hierarchy::{Allocation, Hierarchy};
 
@@ -88,6 +89,8 @@ pub struct StepTimes<'a> {
     /// Per template: its rank count.
     pub ranks: Vec<u32>,
     cache: FxHashMap<Key, Vec<Step>>,
+    /// Groups `prepare` simulated and no one has read yet.
+    fresh: FxHashSet<Key>,
     /// Groups simulated, and groups whose result was reused.
     pub simulated: u64,
     pub reused: u64,
@@ -111,29 +114,40 @@ impl<'a> StepTimes<'a> {
             h,
             ranks,
             cache: FxHashMap::default(),
+            fresh: FxHashSet::default(),
             simulated: 0,
             reused: 0,
         })
     }
 
-    /// Seconds per iteration of each of `jobs` (template, GPUs), simulated together.
-    fn group(&mut self, jobs: &[(u32, &Allocation)]) -> Result<Vec<Step>, SimError> {
-        // Jobs in a canonical order (by workload and own shape), then their joint shape.
+    /// The key of a group of `jobs` (template, GPUs), and the order its jobs take in it: by
+    /// workload and own shape, then their joint shape.
+    fn key(&self, jobs: &[(u32, &Allocation)]) -> (Key, Vec<usize>) {
+        let coarse = self.h.racks_non_blocking;
         let own: Vec<Shape> = jobs
             .iter()
-            .map(|(_, a)| shapes(self.h, &[a], self.h.racks_non_blocking).remove(0))
+            .map(|(_, a)| shapes(self.h, &[a], coarse).remove(0))
             .collect();
         let mut order: Vec<usize> = (0..jobs.len()).collect();
         order.sort_by(|&a, &b| (jobs[a].0, &own[a]).cmp(&(jobs[b].0, &own[b])));
         let allocs: Vec<&Allocation> = order.iter().map(|&i| jobs[i].1).collect();
-        let key: Key = order
+        let key = order
             .iter()
             .map(|&i| jobs[i].0)
-            .zip(shapes(self.h, &allocs, self.h.racks_non_blocking))
+            .zip(shapes(self.h, &allocs, coarse))
             .collect();
+        (key, order)
+    }
+
+    /// Seconds per iteration of each of `jobs`, simulated together (or as kept).
+    fn group(&mut self, jobs: &[(u32, &Allocation)]) -> Result<Vec<Step>, SimError> {
+        let (key, order) = self.key(jobs);
         let times = match self.cache.get(&key) {
             Some(t) => {
-                self.reused += 1;
+                // A group simulated by `prepare` is not reused the first time it is read.
+                if !self.fresh.remove(&key) {
+                    self.reused += 1;
+                }
                 t.clone()
             }
             None => {
@@ -148,6 +162,37 @@ impl<'a> StepTimes<'a> {
             out[i] = times[k].clone();
         }
         Ok(out)
+    }
+
+    /// Simulates at once, on every core, each group not yet known of: `alone` (each job by
+    /// itself) and the groups of `running` that share links. The results are the same as one
+    /// by one: each group is its own simulation.
+    pub fn prepare(
+        &mut self,
+        alone: &[(u32, &Allocation)],
+        running: &[(u32, &Allocation)],
+    ) -> Result<(), SimError> {
+        let mut wanted: Vec<Vec<(u32, &Allocation)>> = alone.iter().map(|&j| vec![j]).collect();
+        for members in self.groups(running) {
+            wanted.push(members.iter().map(|&i| running[i]).collect());
+        }
+        let mut misses: Vec<(Key, Vec<(u32, &Allocation)>)> = Vec::new();
+        for jobs in wanted {
+            let (key, order) = self.key(&jobs);
+            if !self.cache.contains_key(&key) && !misses.iter().any(|m| m.0 == key) {
+                misses.push((key, order.iter().map(|&i| jobs[i]).collect()));
+            }
+        }
+        let results: Vec<Result<Vec<Step>, SimError>> = misses
+            .par_iter()
+            .map(|(_, jobs)| self.simulate(jobs))
+            .collect();
+        for ((key, _), r) in misses.into_iter().zip(results) {
+            self.cache.insert(key.clone(), r?);
+            self.simulated += 1;
+            self.fresh.insert(key);
+        }
+        Ok(())
     }
 
     fn simulate(&self, jobs: &[(u32, &Allocation)]) -> Result<Vec<Step>, SimError> {
@@ -192,6 +237,18 @@ impl<'a> StepTimes<'a> {
     /// Seconds per iteration of each running job (template, GPUs), with the jobs it shares
     /// links with.
     pub fn running(&mut self, jobs: &[(u32, &Allocation)]) -> Result<Vec<Step>, SimError> {
+        let mut out = vec![Step::default(); jobs.len()];
+        for members in self.groups(jobs) {
+            let times = self.group(&members.iter().map(|&i| jobs[i]).collect::<Vec<_>>())?;
+            for (k, &i) in members.iter().enumerate() {
+                out[i] = times[k].clone();
+            }
+        }
+        Ok(out)
+    }
+
+    /// The groups of `jobs` (template, GPUs) that share links, as indices into `jobs`.
+    fn groups(&self, jobs: &[(u32, &Allocation)]) -> Vec<Vec<usize>> {
         // Union-find over jobs sharing a rack, or both leaving their zones.
         let mut parent: Vec<usize> = (0..jobs.len()).collect();
         fn root(p: &mut [usize], mut i: usize) -> usize {
@@ -240,13 +297,6 @@ impl<'a> StepTimes<'a> {
                 None => groups.push((r, vec![i])),
             }
         }
-        let mut out = vec![Step::default(); jobs.len()];
-        for (_, members) in groups {
-            let times = self.group(&members.iter().map(|&i| jobs[i]).collect::<Vec<_>>())?;
-            for (k, &i) in members.iter().enumerate() {
-                out[i] = times[k].clone();
-            }
-        }
-        Ok(out)
+        groups.into_iter().map(|g| g.1).collect()
     }
 }

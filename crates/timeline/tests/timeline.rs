@@ -232,6 +232,7 @@ fn bad_plans_name_the_key() {
             .contains("give one of hours")
     );
     assert!(bad("[cluster]\ndays = 1\nrestart = \"5 parsecs\"\n").contains("restart"));
+    assert!(bad("[cluster]\ndays = 3000\nsample_every = \"1min\"\n").contains("1,000,000 samples"));
     assert!(
         bad("[cluster]\ndays = 1\n[cluster.failures]\ndisk = { per_hour = 1 }\n")
             .contains("[cluster.failures.disk]")
