@@ -43,7 +43,7 @@ fn topology_json_seeds_parse() {
 }
 
 #[test]
-fn scenario_seeds_and_every_shipped_scenario_parse() {
+fn scenario_seeds_and_every_shipped_scenario_and_plan_parse() {
     let mut files = seeds("scenario_toml");
     for dir in ["scenarios", "validation/scenarios"] {
         for e in std::fs::read_dir(repo().join(dir)).unwrap() {
@@ -55,8 +55,14 @@ fn scenario_seeds_and_every_shipped_scenario_parse() {
         }
     }
     for (p, b) in files {
-        fabricsim_cluster::scenario::Scenario::parse(&text(&p, &b), &p)
-            .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        let t = text(&p, &b);
+        // A cluster plan (`fabricsim cluster`) is a scenario with a [cluster] table.
+        let parsed = if t.contains("\n[cluster]") {
+            fabricsim_timeline::Plan::parse(&t, &p).map(|_| ())
+        } else {
+            fabricsim_cluster::scenario::Scenario::parse(&t, &p).map(|_| ())
+        };
+        parsed.unwrap_or_else(|e| panic!("{}: {e}", p.display()));
     }
 }
 
