@@ -240,3 +240,46 @@ impl Scheduler for Random {
         Some(whole_hosts(occ, &free[..n]))
     }
 }
+
+/// A restarted job's GPUs, as close to its last ones as can be: every host it had that is free
+/// and in service again, and for each other one a free whole host in the same rack, else the
+/// same zone, else anywhere (in fabric order), in its place in rank order. `None` for a job
+/// within one host, or when not enough hosts are free.
+pub fn replace(
+    h: &Hierarchy,
+    occ: &Occupancy,
+    eligible: &[bool],
+    prev: &Allocation,
+) -> Option<Allocation> {
+    if prev.len() < 2 {
+        return None;
+    }
+    let mut taken: Vec<u32> = Vec::with_capacity(prev.len());
+    let mut out = Vec::with_capacity(prev.len());
+    // Hosts it keeps first, so that a replacement never takes one of them.
+    let kept: Vec<bool> = prev.iter().map(|&(x, _)| occ.whole(x)).collect();
+    taken.extend(prev.iter().zip(&kept).filter(|(_, &k)| k).map(|(&(x, _), _)| x));
+    for (&(x, _), &keep) in prev.iter().zip(&kept) {
+        if keep {
+            out.push((x, occ.free_mask(x)));
+            continue;
+        }
+        let rack = h.rack[x as usize];
+        let zone = h.zone[rack as usize];
+        let free = |y: &u32| eligible[*y as usize] && !taken.contains(y);
+        let y = h.hosts_of_rack[rack as usize]
+            .iter()
+            .copied()
+            .find(free)
+            .or_else(|| {
+                h.racks_of_zone[zone as usize]
+                    .iter()
+                    .flat_map(|&r| h.hosts_of_rack[r as usize].iter().copied())
+                    .find(free)
+            })
+            .or_else(|| (0..h.hosts() as u32).find(free))?;
+        taken.push(y);
+        out.push((y, occ.free_mask(y)));
+    }
+    Some(out)
+}

@@ -52,6 +52,8 @@ pub(crate) struct Job {
     ckpt_left: f64,
     interval: f64,
     pub interrupted: bool,
+    /// The GPUs it had when last interrupted: a restart keeps what it can of them.
+    prev: Allocation,
     pub wait_since: f64,
     /// Iterations computed, kept or lost.
     pub computed: f64,
@@ -179,6 +181,7 @@ impl<'a> Sim<'a> {
                 ckpt_left: 0.0,
                 interval: 0.0,
                 interrupted: false,
+                prev: Vec::new(),
                 wait_since: 0.0,
                 computed: 0.0,
                 first_start: None,
@@ -386,6 +389,7 @@ impl<'a> Sim<'a> {
         job.epoch += 1;
         job.wait_since = self.now;
         let alloc = std::mem::take(&mut job.alloc);
+        job.prev = alloc.clone();
         self.release(j, &alloc);
         self.failures.entry(class).or_default().1 += 1;
     }
@@ -423,6 +427,7 @@ impl<'a> Sim<'a> {
                     job.write_s += w;
                 }
                 let alloc = std::mem::take(&mut job.alloc);
+                job.prev = alloc.clone();
                 (job.phase, job.interrupted, job.wait_since) = (Phase::Waiting, true, self.now + w);
                 job.epoch += 1;
                 job.interruptions += 1;
@@ -517,7 +522,8 @@ impl<'a> Sim<'a> {
                 continue;
             }
             let eligible = scheduler::eligible(self.h, &self.occ, self.plan.spares, interrupted);
-            match self.scheduler.place(self.h, &self.occ, &eligible, gpus) {
+            let again = scheduler::replace(self.h, &self.occ, &eligible, &self.jobs[j as usize].prev);
+            match again.or_else(|| self.scheduler.place(self.h, &self.occ, &eligible, gpus)) {
                 Some(alloc) => {
                     self.start(j, alloc);
                     started.push(j);
