@@ -29,6 +29,10 @@ pub struct JobRow {
     pub iteration_s: f64,
     /// Mean iteration time over its iteration time alone on the same GPUs (neighbours' cost).
     pub slowdown: f64,
+    /// Seconds per iteration alone where the topology-aware policy puts it in an empty
+    /// cluster: `hours` of work are that many hours at this time, so a worse placement takes
+    /// longer.
+    pub reference_s: f64,
     pub interruptions: u32,
     /// GPU-hours of computing lost to interruptions (work since the last checkpoint).
     pub lost_gpu_h: f64,
@@ -79,6 +83,7 @@ impl JobRow {
             } else {
                 1.0
             },
+            reference_s: j.reference,
             interruptions: j.interruptions,
             lost_gpu_h: j.lost_by.values().sum(),
             restart_h: h(j.restart_s),
@@ -264,7 +269,7 @@ impl Outcome {
         );
         let _ = writeln!(
             o,
-            "\nlargest jobs                      GPUs  state     queue h  iterations  slowdown  interrupts   ETTR  most exposed comm"
+            "\nlargest jobs                      GPUs  state     queue h  iterations  slowdown  vs ref  interrupts   ETTR  most exposed comm"
         );
         let mut big: Vec<&JobRow> = self.jobs.iter().filter(|j| j.start_h.is_some()).collect();
         big.sort_by(|a, b| {
@@ -282,13 +287,18 @@ impl Outcome {
                 });
             let _ = writeln!(
                 o,
-                "  {:<30} {:>6}  {:<9} {:>7.1} {:>11.0} {:>9.3} {:>11} {:>6.3}  {most}",
+                "  {:<30} {:>6}  {:<9} {:>7.1} {:>11.0} {:>9.3} {:>7.3} {:>11} {:>6.3}  {most}",
                 j.name,
                 j.gpus,
                 j.state,
                 j.queue_h,
                 j.iterations,
                 j.slowdown,
+                if j.reference_s > 0.0 {
+                    j.iteration_s / j.reference_s
+                } else {
+                    1.0
+                },
                 j.interruptions,
                 j.ettr
             );
@@ -303,12 +313,12 @@ impl Outcome {
 
     /// One row per job.
     pub fn jobs_csv(&self) -> String {
-        let mut o = String::from("name,workload,gpus,arrival_h,start_h,end_h,state,queue_h,iterations,iterations_wanted,iteration_s,slowdown,interruptions,lost_gpu_h,restart_h,checkpoint_h,ettr\n");
+        let mut o = String::from("name,workload,gpus,arrival_h,start_h,end_h,state,queue_h,iterations,iterations_wanted,iteration_s,slowdown,reference_s,interruptions,lost_gpu_h,restart_h,checkpoint_h,ettr\n");
         let opt = |v: Option<f64>| v.map_or(String::new(), |x| format!("{x:.4}"));
         for j in &self.jobs {
             let _ = writeln!(
                 o,
-                "{},{},{},{:.4},{},{},{},{:.4},{:.1},{:.1},{:.4},{:.4},{},{:.3},{:.4},{:.4},{:.4}",
+                "{},{},{},{:.4},{},{},{},{:.4},{:.1},{:.1},{:.4},{:.4},{:.4},{},{:.3},{:.4},{:.4},{:.4}",
                 j.name,
                 j.workload,
                 j.gpus,
@@ -321,6 +331,7 @@ impl Outcome {
                 j.iterations_wanted,
                 j.iteration_s,
                 j.slowdown,
+                j.reference_s,
                 j.interruptions,
                 j.lost_gpu_h,
                 j.restart_h,

@@ -258,7 +258,12 @@ pub fn replace(
     let mut out = Vec::with_capacity(prev.len());
     // Hosts it keeps first, so that a replacement never takes one of them.
     let kept: Vec<bool> = prev.iter().map(|&(x, _)| occ.whole(x)).collect();
-    taken.extend(prev.iter().zip(&kept).filter(|(_, &k)| k).map(|(&(x, _), _)| x));
+    taken.extend(
+        prev.iter()
+            .zip(&kept)
+            .filter(|(_, &k)| k)
+            .map(|(&(x, _), _)| x),
+    );
     for (&(x, _), &keep) in prev.iter().zip(&kept) {
         if keep {
             out.push((x, occ.free_mask(x)));

@@ -54,6 +54,8 @@ pub(crate) struct Job {
     pub interrupted: bool,
     /// The GPUs it had when last interrupted: a restart keeps what it can of them.
     prev: Allocation,
+    /// Seconds per iteration alone on the topology-aware placement in an empty cluster.
+    pub reference: f64,
     pub wait_since: f64,
     /// Iterations computed, kept or lost.
     pub computed: f64,
@@ -106,6 +108,8 @@ pub(crate) struct Sim<'a> {
     seed: u64,
     /// The plan's outages, their hosts found.
     outages: Vec<Vec<u32>>,
+    /// Per template: its reference iteration time ([`Sim::reference`]).
+    references: BTreeMap<u32, f64>,
 }
 
 impl<'a> Sim<'a> {
@@ -182,6 +186,7 @@ impl<'a> Sim<'a> {
                 interval: 0.0,
                 interrupted: false,
                 prev: Vec::new(),
+                reference: 0.0,
                 wait_since: 0.0,
                 computed: 0.0,
                 first_start: None,
@@ -217,6 +222,7 @@ impl<'a> Sim<'a> {
             out_since: 0.0,
             seed,
             outages,
+            references: BTreeMap::new(),
         })
     }
 
@@ -522,7 +528,8 @@ impl<'a> Sim<'a> {
                 continue;
             }
             let eligible = scheduler::eligible(self.h, &self.occ, self.plan.spares, interrupted);
-            let again = scheduler::replace(self.h, &self.occ, &eligible, &self.jobs[j as usize].prev);
+            let again =
+                scheduler::replace(self.h, &self.occ, &eligible, &self.jobs[j as usize].prev);
             match again.or_else(|| self.scheduler.place(self.h, &self.occ, &eligible, gpus)) {
                 Some(alloc) => {
                     self.start(j, alloc);
@@ -599,8 +606,10 @@ impl<'a> Sim<'a> {
 
     /// Starts job `j` (given its GPUs by [`Sim::start`]) at its iteration time alone.
     fn begin(&mut self, j: u32) -> Result<(), TimelineError> {
+        let template = self.jobs[j as usize].req.template;
+        let reference = self.reference(template)?;
         let job = &self.jobs[j as usize];
-        let alone = self.times.alone(job.req.template, &job.alloc)?.seconds;
+        let alone = self.times.alone(template, &job.alloc)?.seconds;
         let mtti = self.mtti(&job.alloc);
         let (now, plan) = (self.now, self.plan);
         let job = &mut self.jobs[j as usize];
@@ -608,7 +617,7 @@ impl<'a> Sim<'a> {
         if job.target == 0.0 {
             job.target = match job.req.work {
                 Work::Iterations(n) => n as f64,
-                Work::Hours(hours) => (hours * 3600.0 / alone).ceil().max(1.0),
+                Work::Hours(hours) => (hours * 3600.0 / reference).ceil().max(1.0),
             };
         }
         job.interval = match plan.checkpoint {
@@ -616,6 +625,7 @@ impl<'a> Sim<'a> {
             Checkpoint::YoungDaly => young_daly(plan.checkpoint_write, mtti).max(60.0),
         };
         job.iter_time = alone;
+        job.reference = reference;
         let epoch = job.epoch;
         if job.interrupted {
             job.phase = Phase::Restarting;
@@ -626,6 +636,30 @@ impl<'a> Sim<'a> {
             self.plan_next(j as usize);
         }
         Ok(())
+    }
+
+    /// Seconds per iteration of `template` alone where the topology-aware policy puts it in an
+    /// empty cluster: the yardstick of a job's work, whatever placement it gets.
+    fn reference(&mut self, template: u32) -> Result<f64, TimelineError> {
+        if let Some(&t) = self.references.get(&template) {
+            return Ok(t);
+        }
+        let empty = Occupancy::new(self.h);
+        let eligible = scheduler::eligible(self.h, &empty, 0, true);
+        let gpus = self.times.ranks[template as usize];
+        let alloc = scheduler::TopologyAware
+            .place(self.h, &empty, &eligible, gpus)
+            .ok_or_else(|| {
+                TimelineError::Plan(format!(
+                    "`{}` needs {gpus} GPUs, more than the fabric's {}",
+                    self.plan.scenario.jobs[template as usize].name,
+                    self.h.gpu_count()
+                ))
+            })?;
+        self.times.prepare(&[(template, &alloc)], &[])?;
+        let t = self.times.alone(template, &alloc)?.seconds;
+        self.references.insert(template, t);
+        Ok(t)
     }
 
     /// Mean seconds between interruptions of a job on `alloc`, from the failure model.

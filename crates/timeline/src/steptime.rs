@@ -185,14 +185,7 @@ impl<'a> StepTimes<'a> {
         }
         let results: Vec<Result<Vec<Step>, SimError>> = misses
             .par_iter()
-            .map(|(_, jobs)| {
-                let t0 = std::time::Instant::now();
-                let r = self.simulate(jobs);
-                if std::env::var_os("FABRICSIM_DEBUG_STEPS").is_some() {
-                    eprintln!("DEBUG sim {:?} {:.2}s", jobs.iter().map(|j| (j.0, j.1.len())).collect::<Vec<_>>(), t0.elapsed().as_secs_f64());
-                }
-                r
-            })
+            .map(|(_, jobs)| self.simulate(jobs))
             .collect();
         for ((key, _), r) in misses.into_iter().zip(results) {
             self.cache.insert(key.clone(), r?);
