@@ -125,7 +125,7 @@ fn spread(outcomes: &[Outcome]) -> String {
         o,
         "  seed  finished  held %  computing %  fragmented %   ETTR  lost GPU-h"
     );
-    let lost = |x: &Outcome| x.jobs.iter().map(|j| j.lost_gpu_h).sum::<f64>();
+    let lost = |x: &Outcome| x.jobs.iter().map(|j| j.lost_gpu_h).sum::<f64>() + 0.0;
     for x in outcomes {
         let _ = writeln!(
             o,

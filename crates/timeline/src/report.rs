@@ -85,7 +85,8 @@ impl JobRow {
             },
             reference_s: j.reference,
             interruptions: j.interruptions,
-            lost_gpu_h: j.lost_by.values().sum(),
+            // (+ 0.0: an empty sum is -0.0, which prints as "-0".)
+            lost_gpu_h: j.lost_by.values().sum::<f64>() + 0.0,
             restart_h: h(j.restart_s),
             checkpoint_h: h(j.write_s),
             ettr: if wall > 0.0 { useful / wall } else { 0.0 },
@@ -265,7 +266,7 @@ impl Outcome {
             o,
             "  {:<28} {:>12.0}",
             "lost work (interruptions)",
-            self.jobs.iter().map(|j| j.lost_gpu_h).sum::<f64>()
+            self.jobs.iter().map(|j| j.lost_gpu_h).sum::<f64>() + 0.0
         );
         let _ = writeln!(
             o,
