@@ -155,7 +155,8 @@ impl<'a> Sim<'a> {
             };
             outages.push(hosts);
         }
-        for (k, job) in trace::jobs(plan, seed).iter().enumerate() {
+        let requests = trace::jobs(plan, seed);
+        for (k, job) in requests.iter().enumerate() {
             let g = times.ranks[job.template as usize];
             if g > h.gpus_per_host && g % h.gpus_per_host != 0 {
                 return Err(TimelineError::Plan(format!(
@@ -166,7 +167,7 @@ impl<'a> Sim<'a> {
                 )));
             }
         }
-        let jobs = trace::jobs(plan, seed)
+        let jobs = requests
             .into_iter()
             .map(|req| Job {
                 gpus: times.ranks[req.template as usize],
