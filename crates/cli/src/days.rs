@@ -114,7 +114,7 @@ fn spread(outcomes: &[Outcome]) -> String {
     let mut o = String::new();
     let _ = writeln!(
         o,
-        "{:.0} days of {} GPUs, scheduler {}, {} spare hosts per zone, {} seeds",
+        "{} days of {} GPUs, scheduler {}, {} spare hosts per zone, {} seeds",
         outcomes[0].days,
         outcomes[0].gpus,
         outcomes[0].scheduler,

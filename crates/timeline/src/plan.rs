@@ -133,7 +133,8 @@ fn zero() -> String {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Work {
     Iterations(u64),
-    /// Useful hours at its iteration time alone on its first placement.
+    /// Useful hours at its reference iteration time (alone, where the topology-aware policy
+    /// puts it in an empty cluster).
     Hours(f64),
 }
 

@@ -230,7 +230,7 @@ impl Outcome {
         let mut o = String::new();
         let _ = writeln!(
             o,
-            "{:.0} days of {} GPUs, scheduler {}, {} spare hosts per zone, seed {}",
+            "{} days of {} GPUs, scheduler {}, {} spare hosts per zone, seed {}",
             self.days, self.gpus, self.scheduler, self.spares_per_zone, self.seed
         );
         let _ = writeln!(
