@@ -544,38 +544,12 @@ impl<'a> Sim<'a> {
         let running: Vec<u32> = (0..self.jobs.len() as u32)
             .filter(|&j| self.running(j) || started.contains(&j))
             .collect();
-        let pairs: Vec<(u32, &Allocation)> = running
-            .iter()
-            .map(|&j| {
-                (
-                    self.jobs[j as usize].req.template,
-                    &self.jobs[j as usize].alloc,
-                )
-            })
-            .collect();
-        let alone: Vec<(u32, &Allocation)> = started
-            .iter()
-            .map(|&j| {
-                (
-                    self.jobs[j as usize].req.template,
-                    &self.jobs[j as usize].alloc,
-                )
-            })
-            .collect();
-        self.times.prepare(&alone, &pairs)?;
+        self.times
+            .prepare(&placed(&self.jobs, &started), &placed(&self.jobs, &running))?;
         for j in started {
             self.begin(j)?;
         }
-        let pairs: Vec<(u32, &Allocation)> = running
-            .iter()
-            .map(|&j| {
-                (
-                    self.jobs[j as usize].req.template,
-                    &self.jobs[j as usize].alloc,
-                )
-            })
-            .collect();
-        let times = self.times.running(&pairs)?;
+        let times = self.times.running(&placed(&self.jobs, &running))?;
         for (&j, step) in running.iter().zip(times) {
             let ji = j as usize;
             let t = step.seconds;
@@ -743,4 +717,12 @@ impl<'a> Sim<'a> {
             self.seed,
         )
     }
+}
+
+/// The workload and GPUs of each of `which`, as the step times take them.
+fn placed<'j>(jobs: &'j [Job], which: &[u32]) -> Vec<(u32, &'j Allocation)> {
+    which
+        .iter()
+        .map(|&j| (jobs[j as usize].req.template, &jobs[j as usize].alloc))
+        .collect()
 }
