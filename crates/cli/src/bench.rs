@@ -28,21 +28,18 @@ pub struct BenchArgs {
     /// Ranks (GPUs) in the collective.
     #[arg(long, default_value_t = 16)]
     gpus: usize,
-    /// all-reduce, all-gather, reduce-scatter, broadcast, reduce, all-to-all, all-to-allv,
-    /// sendrecv, gather, scatter or barrier.
-    #[arg(long, default_value = "all-reduce")]
+    /// The collective (nccl-tests' spelling, `all_reduce`, is taken too).
+    #[arg(long, default_value = "all-reduce", value_parser = crate::choices::collectives(), ignore_case = true)]
     collective: String,
-    /// ring, tree, direct, pxn, halving-doubling, recursive-doubling, hierarchical, nvls or
-    /// nvls-tree;
-    /// chosen by NCCL's cost model when absent.
-    #[arg(long)]
+    /// The algorithm; chosen by NCCL's cost model when absent.
+    #[arg(long, value_parser = crate::choices::algorithms(), ignore_case = true)]
     algo: Option<String>,
-    /// LL, LL128 or Simple; chosen by NCCL's cost model when absent.
-    #[arg(long)]
+    /// The protocol; chosen by NCCL's cost model when absent.
+    #[arg(long, value_parser = crate::choices::protocols(), ignore_case = true)]
     proto: Option<String>,
-    /// The GPUs' generation (A100, H100, H200, B200): their NVLink, NVLS and protocol figures.
+    /// The GPUs' generation: their NVLink, NVLS and protocol figures.
     /// The fabric's NVLink line rate is the preset's `nvlink_bandwidth`.
-    #[arg(long, default_value = "H100")]
+    #[arg(long, default_value = "H100", value_parser = crate::choices::generations(), ignore_case = true)]
     gpu: String,
     /// Channels (rings, trees) the collective is split over.
     #[arg(long, default_value_t = 16)]
@@ -50,8 +47,8 @@ pub struct BenchArgs {
     /// QPs per connection (Meta runs 16 for LLM jobs under eecmp).
     #[arg(long, default_value_t = 1)]
     qps: u32,
-    /// How a connection's messages use its QPs: split or round-robin.
-    #[arg(long, default_value = "split")]
+    /// How a connection's messages use its QPs: split evenly, or whole messages round-robin.
+    #[arg(long, default_value = "split", value_parser = crate::choices::qp_modes(), ignore_case = true)]
     qp_mode: String,
     /// How hosts put messages on paths: hashed (the switches' hash decides), disjoint[:PATHS]
     /// (the path with the fewest outstanding bytes among disjoint ones, as HPN) or
@@ -61,8 +58,8 @@ pub struct BenchArgs {
     /// Chunk of pipelined trees, chains and NVLS, e.g. 512KiB.
     #[arg(long)]
     chunk: Option<String>,
-    /// step (every algorithm step a flow) or pipelined (one variable per channel).
-    #[arg(long, default_value = "pipelined")]
+    /// step: every algorithm step a flow; pipelined: one variable per channel.
+    #[arg(long, default_value = "pipelined", value_parser = crate::choices::fidelities(), ignore_case = true)]
     fidelity: String,
     /// Smallest size (`1M` = 1 MiB, as nccl-tests; or `16MiB`, `1GB`).
     #[arg(short = 'b', long = "minbytes", default_value = "1M")]
@@ -89,13 +86,16 @@ pub struct BenchArgs {
     /// Print CSV.
     #[arg(long)]
     csv: bool,
-    /// Reduction operation, as nccl-tests' `-o`: sum, prod, min, max or avg (all move the same
-    /// bytes; it is printed in the redop column).
-    #[arg(short = 'o', long = "op", default_value = "sum")]
+    /// Add fabricsim's columns after nccl-tests' ones: what ran (algorithm/protocol), the
+    /// busiest link group and its utilization.
+    #[arg(long)]
+    wide: bool,
+    /// Reduction operation, as nccl-tests' `-o` (all move the same bytes; it is printed in the
+    /// redop column).
+    #[arg(short = 'o', long = "op", default_value = "sum", value_parser = crate::choices::redops(), ignore_case = true)]
     op: String,
-    /// Data type, as nccl-tests' `-d`: int8, uint8, int32, uint32, int64, uint64, half, float,
-    /// double, bfloat16, fp8_e4m3. It sets the count column and how sizes round.
-    #[arg(short = 'd', long = "datatype", default_value = "float")]
+    /// Data type, as nccl-tests' `-d`. It sets the count column and how sizes round.
+    #[arg(short = 'd', long = "datatype", default_value = "float", value_parser = crate::choices::data_types(), ignore_case = true)]
     datatype: String,
     /// Iterations, as nccl-tests' `-n`: accepted for its command lines, and of no effect (a
     /// simulation gives the same time every iteration).
@@ -121,9 +121,6 @@ pub struct BenchArgs {
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
 }
-
-/// nccl-tests' reduction operations (`-o`).
-const REDOPS: [&str; 5] = ["sum", "prod", "min", "max", "avg"];
 
 pub(crate) fn bad(flag: &str, value: &str, expected: &str) -> Failure {
     input(anyhow!("--{flag}: `{value}` is not {expected}"))
@@ -369,14 +366,8 @@ fn setup(args: &BenchArgs) -> Result<Setup, Failure> {
 
 pub fn run(args: BenchArgs) -> CmdResult {
     let s = setup(&args)?;
-    let redop = args.op.trim().to_ascii_lowercase();
-    if !REDOPS.contains(&redop.as_str()) {
-        return Err(bad(
-            "op",
-            &args.op,
-            &format!("one of {}", REDOPS.join(", ")),
-        ));
-    }
+    // clap took only nccl-tests' operations (crate::choices::redops), in any case.
+    let redop = args.op.to_ascii_lowercase();
     let mut results: Vec<(Variant, Vec<Row>)> = Vec::new();
     for &variant in &s.policies {
         let bench = Bench {
@@ -449,8 +440,11 @@ pub fn run(args: BenchArgs) -> CmdResult {
     } else if results.len() > 1 {
         header(&args, &s) + &side_by_side(&results)
     } else {
-        let (algo_tuned, proto_tuned) = (args.algo.is_none(), args.proto.is_none());
-        header(&args, &s) + &table(&results[0].1, &redop, algo_tuned, proto_tuned)
+        let tuned = Tuned {
+            algorithm: args.algo.is_none(),
+            protocol: args.proto.is_none(),
+        };
+        header(&args, &s) + &table(&results[0].1, &redop, tuned, args.wide)
     };
     write_output(args.output.as_deref(), |w| w.write_all(text.as_bytes())).map_err(other)
 }
@@ -483,59 +477,129 @@ fn header(args: &BenchArgs, s: &Setup) -> String {
     h + "#\n"
 }
 
-/// nccl-tests' table, field for field up to its last `#wrong`, so its log parsers read it:
-/// size, count, type, redop, root, then out-of-place and in-place time, algbw, busbw and
-/// `#wrong` (fabricsim moves the same bytes in place, and checks no data: `N/A`, as nccl-tests
-/// prints without `-c`); then fabricsim's own columns: what ran (a `*` on what NCCL's cost
-/// model chose: `algo_tuned`, `proto_tuned`), the busiest link group and its utilization.
-fn table(rows: &[Row], redop: &str, algo_tuned: bool, proto_tuned: bool) -> String {
+/// Which of a row's choices NCCL's cost model made (the others were forced by flags).
+#[derive(Clone, Copy)]
+struct Tuned {
+    algorithm: bool,
+    protocol: bool,
+}
+
+impl Tuned {
+    /// `ALGO/PROTO`, a `*` on what the cost model chose.
+    fn label(self, r: &Row) -> String {
+        let star = |tuned: bool| if tuned { "*" } else { "" };
+        format!(
+            "{}{}/{}{}",
+            r.algorithm,
+            star(self.algorithm),
+            r.protocol,
+            star(self.protocol)
+        )
+    }
+
+    fn any(self) -> bool {
+        self.algorithm || self.protocol
+    }
+}
+
+/// nccl-tests' table, field for field, so its log parsers read it: size, count, type, redop,
+/// root, then out-of-place and in-place time, algbw, busbw and `#wrong` (fabricsim moves the
+/// same bytes in place, and checks no data: `N/A`, as nccl-tests prints without `-c`). `wide`
+/// adds fabricsim's own columns after them: what ran, the busiest link group and its
+/// utilization. Without it, what ran is said in a comment under the table, one span of sizes
+/// per algorithm and protocol.
+fn table(rows: &[Row], redop: &str, tuned: Tuned, wide: bool) -> String {
     let mut out = format!(
         "#{:>12} {:>13} {:>6} {:>6} {:>5}  {:>40}  {:>40}\n",
         "", "", "", "", "", "out-of-place", "in-place"
     );
     out += &format!(
-        "#{:>12} {:>13} {:>6} {:>6} {:>5}  {:>11} {:>8} {:>8} {:>6}  {:>11} {:>8} {:>8} {:>6}  {:<20} {:<12} {:>8} {:>9}\n",
-        "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time",
-        "algbw", "busbw", "#wrong", "algorithm", "busiest tier", "max util", "mean util"
+        "#{:>12} {:>13} {:>6} {:>6} {:>5}  {:>11} {:>8} {:>8} {:>6}  {:>11} {:>8} {:>8} {:>6}",
+        "size",
+        "count",
+        "type",
+        "redop",
+        "root",
+        "time",
+        "algbw",
+        "busbw",
+        "#wrong",
+        "time",
+        "algbw",
+        "busbw",
+        "#wrong"
     );
+    if wide {
+        out += &format!(
+            "  {:<20} {:<12} {:>8} {:>9}",
+            "algorithm", "busiest tier", "max util", "mean util"
+        );
+    }
     out += &format!(
-        "#{:>12} {:>13} {:>6} {:>6} {:>5}  {:>11} {:>8} {:>8} {:>6}  {:>11} {:>8} {:>8}\n",
+        "\n#{:>12} {:>13} {:>6} {:>6} {:>5}  {:>11} {:>8} {:>8} {:>6}  {:>11} {:>8} {:>8}\n",
         "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)"
     );
-    let star = |tuned: bool| if tuned { "*" } else { "" };
     for r in rows {
-        let algo = format!(
-            "{}{}/{}{}",
-            r.algorithm,
-            star(algo_tuned),
-            r.protocol,
-            star(proto_tuned)
-        );
         let run = format!(
             "{:>11.1} {:>8.2} {:>8.2} {:>6}",
             r.time_us, r.algbw_gbps, r.busbw_gbps, "N/A"
         );
         out += &format!(
-            " {:>12} {:>13} {:>6} {:>6} {:>5}  {run}  {run}  {:<20} {:<12} {:>8.3} {:>9.3}\n",
+            " {:>12} {:>13} {:>6} {:>6} {:>5}  {run}  {run}",
             r.size,
             r.count,
             r.dtype,
             r.redop.map_or("none", |_| redop),
             r.root.map_or("-1".to_string(), |x| x.to_string()),
-            algo,
-            r.busiest_tier,
-            r.max_link_utilization,
-            r.mean_link_utilization
         );
+        if wide {
+            out += &format!(
+                "  {:<20} {:<12} {:>8.3} {:>9.3}",
+                tuned.label(r),
+                r.busiest_tier,
+                r.max_link_utilization,
+                r.mean_link_utilization
+            );
+        }
+        out += "\n";
     }
 
     let avg = rows.iter().map(|r| r.busbw_gbps).sum::<f64>() / rows.len().max(1) as f64;
-    let tuner = if algo_tuned || proto_tuned {
-        "# *: chosen by NCCL's cost model (the tuner)\n"
-    } else {
-        ""
-    };
-    out + &format!("# Avg bus bandwidth    : {avg:.3} GB/s\n") + tuner
+    out += &format!("# Avg bus bandwidth    : {avg:.3} GB/s\n");
+    if !wide {
+        out += &format!("# algorithm: {}\n", what_ran(rows, tuned));
+    }
+    if tuned.any() {
+        out += "# *: chosen by NCCL's cost model (the tuner)\n";
+    }
+    out
+}
+
+/// What ran over the sweep, as spans of sizes: `ring*/Simple* at every size`, or
+/// `tree*/LL* 1048576-4194304, ring*/Simple* 16777216-1073741824`.
+fn what_ran(rows: &[Row], tuned: Tuned) -> String {
+    let mut spans: Vec<(String, u64, u64)> = Vec::new();
+    for r in rows {
+        let label = tuned.label(r);
+        match spans.last_mut() {
+            Some((l, _, last)) if *l == label => *last = r.size,
+            _ => spans.push((label, r.size, r.size)),
+        }
+    }
+    if let [(label, _, _)] = &spans[..] {
+        return format!("{label} at every size");
+    }
+    spans
+        .iter()
+        .map(|(label, first, last)| {
+            if first == last {
+                format!("{label} {first}")
+            } else {
+                format!("{label} {first}-{last}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn side_by_side(results: &[(Variant, Vec<Row>)]) -> String {

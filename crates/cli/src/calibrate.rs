@@ -16,8 +16,8 @@ use crate::output::write_output;
 pub struct CalibrateArgs {
     /// Measured kernels: the CSV tools/calibrate/measure_kernels.py writes.
     measured: PathBuf,
-    /// The GPU the kernels ran on: H100, H200, B200 or A100.
-    #[arg(long, default_value = "H100")]
+    /// The GPU the kernels ran on.
+    #[arg(long, default_value = "H100", value_parser = crate::choices::gpus(), ignore_case = true)]
     gpu: String,
     /// Print the fits as JSON.
     #[arg(long)]

@@ -17,8 +17,8 @@ use crate::progress;
 pub struct ClusterArgs {
     /// The plan: a scenario file whose jobs are the workloads, with a [cluster] table.
     plan: PathBuf,
-    /// The placement policy, instead of the plan's: topology-aware, first-fit or random.
-    #[arg(long)]
+    /// The placement policy, instead of the plan's.
+    #[arg(long, value_parser = crate::choices::schedulers(), ignore_case = true)]
     scheduler: Option<String>,
     /// Whole hosts each zone keeps for restarts, instead of the plan's.
     #[arg(long)]

@@ -7,6 +7,7 @@
 mod bench;
 mod buffer;
 mod calibrate;
+mod choices;
 mod days;
 mod failure;
 mod flows;

@@ -37,8 +37,8 @@ pub enum RouteCommand {
         fabric: FabricArgs,
         #[command(flatten)]
         routing: RoutingArgs,
-        /// permutation, ring or all-to-all.
-        #[arg(long, default_value = "permutation")]
+        /// The traffic pattern.
+        #[arg(long, default_value = "permutation", value_parser = crate::choices::patterns(), ignore_case = true)]
         pattern: String,
         /// QPs per connection (each routed on its own key; only eecmp tells them apart).
         #[arg(long, default_value_t = 1)]

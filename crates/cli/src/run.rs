@@ -100,8 +100,8 @@ pub struct ReplayArgs {
     /// flowlet[:GAP] (docs/routing.md).
     #[arg(long, default_value = "hashed", value_name = "MODE")]
     path_selection: String,
-    /// The GPU the kernels run on (H100, H200, B200, A100).
-    #[arg(long, default_value = "H100")]
+    /// The GPU the kernels run on.
+    #[arg(long, default_value = "H100", value_parser = crate::choices::gpus(), ignore_case = true)]
     gpu: String,
     /// packed or random.
     #[arg(long, default_value = "packed")]

@@ -38,10 +38,10 @@ pub struct SolveArgs {
     demand: Option<PathBuf>,
     /// Derive the demand from one collective on placed ranks (all-reduce, all-to-all, …), as
     /// `fabricsim bench` would run it.
-    #[arg(long, value_name = "COLLECTIVE", conflicts_with = "pattern")]
+    #[arg(long, value_name = "COLLECTIVE", conflicts_with = "pattern", value_parser = crate::choices::collectives(), ignore_case = true)]
     bench_like: Option<String>,
-    /// Derive the demand from a traffic pattern: permutation, ring or all-to-all.
-    #[arg(long)]
+    /// Derive the demand from a traffic pattern.
+    #[arg(long, value_parser = crate::choices::patterns(), ignore_case = true)]
     pattern: Option<String>,
     /// GPUs of the bench-like collective or the pattern.
     #[arg(long, default_value_t = 128)]
@@ -53,14 +53,13 @@ pub struct SolveArgs {
     #[arg(long, default_value = "1G")]
     size: String,
     /// Algorithm of the bench-like collective (NCCL's cost model chooses when absent).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::choices::algorithms(), ignore_case = true)]
     algo: Option<String>,
     /// Channels of the bench-like collective.
     #[arg(long, default_value_t = 16)]
     channels: u32,
-    /// TE solvers to run: cspf, lp, microlp, highs (builds with the `highs` feature), mwu
-    /// (comma-separated).
-    #[arg(long, value_delimiter = ',', default_value = "cspf,mwu")]
+    /// TE solvers to run, comma-separated (`highs` needs a build with the `highs` feature).
+    #[arg(long, value_delimiter = ',', default_value = "cspf,mwu", value_parser = crate::choices::solvers(), ignore_case = true)]
     solver: Vec<String>,
     /// QPs per connection of the E-ECMP column (Meta: 16 for LLM jobs).
     #[arg(long, default_value_t = 16)]

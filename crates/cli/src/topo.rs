@@ -50,7 +50,7 @@ pub enum ExportFormat {
 #[derive(Args)]
 pub struct FabricArgs {
     /// A built-in fabric (see `fabricsim topo list`).
-    #[arg(long, conflicts_with = "file")]
+    #[arg(long, conflicts_with = "file", value_parser = crate::choices::presets())]
     preset: Option<String>,
     /// A JSON topology file (see docs/formats/topology-json.md).
     #[arg(long)]

@@ -27,18 +27,53 @@ fn bench_prints_nccl_tests_columns_for_each_size() {
     let rows: Vec<&str> = text.lines().filter(|l| !l.starts_with('#')).collect();
     assert_eq!(rows.len(), 3, "{text}");
     assert!(rows[0].trim_start().starts_with("1048576 "), "{text}");
-    // nccl-tests' fields, in its order: size count type redop root, then time algbw busbw
-    // #wrong out of place and in place; the algorithm after them, `*` where the tuner chose.
-    for row in rows {
+    // nccl-tests' fields, in its order and nothing after them: size count type redop root,
+    // then time algbw busbw #wrong out of place and in place. busbw is field 8 (1-based), as
+    // nccl-tests' log parsers read it.
+    for row in &rows {
         let f: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(f.len(), 13, "{row}");
         assert_eq!(&f[2..5], ["float", "sum", "-1"], "{row}");
         assert_eq!((f[8], f[12]), ("N/A", "N/A"), "{row}");
         assert_eq!(f[5..8], f[9..12], "{row}");
         let busbw: f64 = f[7].parse().unwrap();
         assert!(busbw > 0.0, "{row}");
-        assert!(f[13].contains('*'), "{row}");
     }
+    // What ran is a comment under the table, `*` where the tuner chose.
+    let ran = text
+        .lines()
+        .find(|l| l.starts_with("# algorithm: "))
+        .unwrap();
+    assert!(ran.contains('*') && ran.contains("1048576"), "{text}");
     assert!(text.contains("# *: chosen by NCCL's cost model"), "{text}");
+
+    // --wide: the same fields first, then what ran, the busiest tier and its utilization.
+    let wide = fabricsim(&[
+        "bench",
+        "--preset",
+        "meta-ai-zone",
+        "--gpus",
+        "16",
+        "-b",
+        "1M",
+        "-e",
+        "16M",
+        "--wide",
+    ]);
+    let wide = stdout(&wide);
+    let wide_rows: Vec<&str> = wide.lines().filter(|l| !l.starts_with('#')).collect();
+    for (narrow, row) in rows.iter().zip(&wide_rows) {
+        let f: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(f.len(), 17, "{row}");
+        assert_eq!(
+            f[..13].join(" "),
+            narrow.split_whitespace().collect::<Vec<_>>().join(" ")
+        );
+        assert!(f[13].contains('*'), "{row}");
+        let util: f64 = f[15].parse().unwrap();
+        assert!((0.0..=1.0).contains(&util), "{row}");
+    }
+    assert!(!wide.contains("# algorithm: "), "{wide}");
 }
 
 #[test]
@@ -56,8 +91,14 @@ fn dash_o_is_the_reduction_as_in_nccl_tests() {
     let row = text.lines().find(|l| !l.starts_with('#')).unwrap();
     assert_eq!(row.split_whitespace().nth(3), Some("max"), "{text}");
     // A forced algorithm carries no mark; the protocol the tuner chose does.
-    let algo = row.split_whitespace().nth(13).unwrap();
-    assert!(algo.starts_with("ring/") && algo.ends_with('*'), "{algo}");
+    let algo = text
+        .lines()
+        .find(|l| l.starts_with("# algorithm: "))
+        .unwrap();
+    assert!(
+        algo.starts_with("# algorithm: ring/") && algo.ends_with("* at every size"),
+        "{algo}"
+    );
     assert_eq!(
         std::fs::read_dir(dir.path()).unwrap().count(),
         0,
@@ -66,7 +107,8 @@ fn dash_o_is_the_reduction_as_in_nccl_tests() {
     let bad = fabricsim(&["bench", "-o", "median"]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(
-        stderr(&bad).contains("--op: `median` is not one of sum"),
+        stderr(&bad).contains("'median' for '--op <OP>'")
+            && stderr(&bad).contains("[possible values: sum, prod, min, max, avg]"),
         "{}",
         stderr(&bad)
     );

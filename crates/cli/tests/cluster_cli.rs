@@ -115,7 +115,7 @@ fn bad_plans_and_flags_exit_2_naming_what_is_wrong() {
         (PLAN.replace("days = 10", "days = -1"), vec![], "days = -1"),
         (PLAN.replace("mean_gap = \"6h\"", "mean_gap = \"6 weeks\""), vec![], "mean_gap"),
         (PLAN.replace("[cluster]\n", "[cluster]\nfoo = 1\n"), vec![], "unknown field `foo`"),
-        (PLAN.to_string(), vec!["--scheduler", "best"], "--scheduler best"),
+        (PLAN.to_string(), vec!["--scheduler", "best"], "'best' for '--scheduler"),
         (PLAN.to_string(), vec!["--seeds", "0"], "--seeds 0"),
         (
             PLAN.replace("[cluster.failures]", "[[cluster.outage]]\nat = \"1h\"\nhosts = [\"host99\"]\nhours = 1\n[cluster.failures]"),

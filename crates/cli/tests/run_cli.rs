@@ -492,6 +492,15 @@ fn completions_name_every_command_and_refuse_unknown_shells() {
     for word in ["bench", "replay", "whatif", "--path-selection", "--report"] {
         assert!(script.contains(word), "{word} missing");
     }
+    // Flags with a fixed set of values complete to them.
+    for values in [
+        "all-reduce all-gather reduce-scatter",
+        "LL LL128 Simple",
+        "meta-ai-zone",
+        "topology-aware first-fit random",
+    ] {
+        assert!(script.contains(values), "{values} missing");
+    }
     for shell in ["zsh", "fish"] {
         assert!(
             fabricsim(&["completions", shell]).status.success(),

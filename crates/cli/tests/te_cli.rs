@@ -87,7 +87,7 @@ fn te_solve_refuses_bad_options() {
     for (args, message) in [
         (
             &["te", "solve", "--pattern", "ring", "--solver", "simplex"][..],
-            "--solver: `simplex`",
+            "'simplex' for '--solver <SOLVER>'",
         ),
         (&["te", "solve"][..], "no demand"),
         (

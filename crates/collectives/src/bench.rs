@@ -60,7 +60,10 @@ pub const DATA_TYPES: [(&str, u64); 11] = [
 
 /// The data type named `name` (nccl-tests' names; `all` is not supported).
 pub fn data_type(name: &str) -> Option<(&'static str, u64)> {
-    DATA_TYPES.iter().copied().find(|&(n, _)| n == name)
+    DATA_TYPES
+        .iter()
+        .copied()
+        .find(|&(n, _)| n.eq_ignore_ascii_case(name))
 }
 
 /// What to benchmark, apart from the size.

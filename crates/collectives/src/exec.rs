@@ -55,7 +55,7 @@ impl QpMode {
     pub fn parse(s: &str) -> Option<QpMode> {
         [QpMode::Split, QpMode::RoundRobin]
             .into_iter()
-            .find(|m| m.name() == s)
+            .find(|m| m.name().eq_ignore_ascii_case(s))
     }
 }
 

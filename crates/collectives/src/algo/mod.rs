@@ -127,7 +127,7 @@ impl Fidelity {
     pub fn parse(s: &str) -> Option<Fidelity> {
         [Fidelity::Step, Fidelity::Pipelined]
             .into_iter()
-            .find(|f| f.name() == s)
+            .find(|f| f.name().eq_ignore_ascii_case(s))
     }
 }
 
