@@ -88,7 +88,10 @@ mod tests {
     use super::*;
 
     fn accepts(parser: PossibleValuesParser, value: &str) -> bool {
-        let arg = Arg::new("x").long("x").value_parser(parser).ignore_case(true);
+        let arg = Arg::new("x")
+            .long("x")
+            .value_parser(parser)
+            .ignore_case(true);
         Command::new("t")
             .arg(arg)
             .try_get_matches_from(["t", "--x", value])
