@@ -2,6 +2,7 @@
 
 use std::path::Path;
 
+use fabricsim_cluster::sharing::JobSharing;
 use fabricsim_netsim::LinkUse;
 use fabricsim_routing::balance::link_group;
 use fabricsim_topology::Topology;
@@ -54,6 +55,54 @@ pub fn write_runs(
                     format!("{:.6}", u.busy_fraction),
                 ];
                 out.write_record(values.iter().chain(row.iter()))?;
+            }
+        }
+        out.flush()
+    })
+    .map_err(other)
+}
+
+/// Writes, per job, every link its bytes crossed: `job,link,src,dst,group,bytes,share,
+/// utilization,other_jobs`; `share` is the job's fraction of the link's bytes, `other_jobs`
+/// the other jobs on it as `name:bytes`, most first, separated by `;`.
+pub fn write_job_links(
+    path: &Path,
+    topo: &Topology,
+    names: &[&str],
+    sharing: &[JobSharing],
+) -> CmdResult {
+    write_output(Some(path), |w| {
+        let mut out = csv::Writer::from_writer(w);
+        out.write_record([
+            "job",
+            "link",
+            "src",
+            "dst",
+            "group",
+            "bytes",
+            "share",
+            "utilization",
+            "other_jobs",
+        ])?;
+        for (job, s) in sharing.iter().enumerate() {
+            for l in &s.links {
+                let link = topo.link(l.link);
+                let others: Vec<String> = l
+                    .others
+                    .iter()
+                    .map(|&(o, b)| format!("{}:{b:.0}", names[o]))
+                    .collect();
+                out.write_record([
+                    names[job].to_string(),
+                    l.link.0.to_string(),
+                    topo.node_name(link.src).to_string(),
+                    topo.node_name(link.dst).to_string(),
+                    l.group.clone().unwrap_or_else(|| "host".into()),
+                    format!("{:.0}", l.bytes),
+                    format!("{:.6}", l.bytes / l.link_bytes),
+                    format!("{:.6}", l.utilization),
+                    others.join(";"),
+                ])?;
             }
         }
         out.flush()

@@ -43,6 +43,10 @@ pub struct OutputArgs {
     /// Write every link that carried bytes, with its utilization, as CSV (docs/outputs.md).
     #[arg(long, value_name = "FILE")]
     links: Option<PathBuf>,
+    /// Write, per job, every link its bytes crossed: its bytes, its share of the link's, and
+    /// the other jobs on the link, as CSV (docs/outputs.md#links-per-job---job-links-file).
+    #[arg(long, value_name = "FILE")]
+    job_links: Option<PathBuf>,
     /// Write a self-contained HTML report with plots: jobs, time split, timelines, link heat
     /// map (docs/outputs.md#html-report).
     #[arg(long, value_name = "FILE")]
@@ -253,6 +257,9 @@ fn execute(scenario: Scenario, name: &str, out: &OutputArgs) -> CmdResult {
         progress_every: if tty { 200_000 } else { 0 },
         full_detail: out.full_detail.then(|| "--full-detail".to_string()),
         sample_links: out.links_series.is_some(),
+        // The report shows the links jobs shared when there are several.
+        attribute_links: out.job_links.is_some()
+            || (out.report.is_some() && scenario.jobs.len() > 1),
         sample_every: match &out.sample_every {
             Some(t) => match t.parse::<Nanos>() {
                 Ok(t) if t.0 >= 1_000 => t.0,
@@ -320,6 +327,12 @@ fn execute(scenario: Scenario, name: &str, out: &OutputArgs) -> CmdResult {
     }
     if let Some(path) = &out.links {
         crate::links::write_links(path, &topo, &run.output.links)?;
+    }
+    if let Some(path) = &out.job_links {
+        let names: Vec<&str> = run.output.jobs.iter().map(|j| j.name.as_str()).collect();
+        let sharing =
+            fabricsim_cluster::sharing::sharing(&topo, &run.output.links, &run.output.job_links);
+        crate::links::write_job_links(path, &topo, &names, &sharing)?;
     }
     if let Some(path) = &out.links_series {
         if run.output.series.truncated {

@@ -548,3 +548,70 @@ fn run_writes_each_links_utilization_over_time() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--sample-every"));
 }
+
+#[test]
+fn jobs_bytes_per_link_add_up_and_name_the_jobs_they_met() {
+    let dir = tempfile::tempdir().unwrap();
+    let (job_links, links, report) = (
+        dir.path().join("jobs.csv"),
+        dir.path().join("links.csv"),
+        dir.path().join("report.html"),
+    );
+    let out = fabricsim(&[
+        "run",
+        &format!(
+            "{}/../../scenarios/shared-racks.toml",
+            env!("CARGO_MANIFEST_DIR")
+        ),
+        "--job-links",
+        job_links.to_str().unwrap(),
+        "--links",
+        links.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let read = |p: &std::path::Path| -> Vec<csv::StringRecord> {
+        csv::Reader::from_path(p)
+            .unwrap()
+            .records()
+            .map(Result::unwrap)
+            .collect()
+    };
+    // Per link, the jobs' bytes add up to the link's (every flow finished, none re-routed).
+    let mut sum = std::collections::BTreeMap::<String, f64>::new();
+    let rows = read(&job_links);
+    for r in &rows {
+        *sum.entry(r[1].to_string()).or_default() += r[5].parse::<f64>().unwrap();
+    }
+    let total = read(&links);
+    assert_eq!(sum.len(), total.len());
+    for r in &total {
+        let bytes: f64 = r[5].parse().unwrap();
+        assert!(
+            (sum[&r[0]] - bytes).abs() <= 1.0 + 1e-9 * bytes,
+            "link {}",
+            &r[0]
+        );
+    }
+    // The two jobs are interleaved over the same racks: they meet on RTSW uplinks, and the
+    // shares on a link add up to 1.
+    let shared: Vec<_> = rows
+        .iter()
+        .filter(|r| &r[4] == "rtsw->ctsw" && !r[8].is_empty())
+        .collect();
+    assert!(!shared.is_empty());
+    for r in &shared {
+        let other = if &r[0] == "job-a" { "job-b:" } else { "job-a:" };
+        assert!(r[8].starts_with(other), "{:?}", r);
+        let mine: f64 = r[5].parse().unwrap();
+        let theirs: f64 = r[8][other.len()..].parse().unwrap();
+        let share: f64 = r[6].parse().unwrap();
+        assert!((share - mine / (mine + theirs)).abs() < 1e-5, "{:?}", r);
+    }
+    // Host links are never shared.
+    assert!(rows.iter().all(|r| &r[4] != "host" || r[8].is_empty()));
+    let html = self_contained_report(&report, 3);
+    assert!(html.contains("Links each job loaded most"));
+    assert!(html.contains("job-a: shares fabric links with job-b"));
+}

@@ -3,7 +3,8 @@
 //! The cluster layer binds workloads ([`fabricsim_workload`]) to GPUs ([`placement`]) as jobs
 //! ([`job`]) and runs them over time on one shared fabric ([`orchestrator`]): kernels on each
 //! GPU's streams, collectives as executions on the network engine, point-to-point transfers as
-//! flows. [`stats`] and [`report`] say what each job took; [`trace`] writes a Perfetto trace;
+//! flows. [`stats`] and [`report`] say what each job took, [`sharing`] which links each job
+//! loaded and which jobs it met there; [`trace`] writes a Perfetto trace;
 //! [`scenario`] reads the TOML scenario files `fabricsim run` takes, with keys
 //! overridden by [`overrides`] (`--set`). [`control`] changes the
 //! fabric during a run (link events, the TE controller) and [`demand`] gives the controller the
@@ -24,6 +25,7 @@ mod p2p;
 pub mod placement;
 pub mod report;
 pub mod scenario;
+pub mod sharing;
 pub mod simulate;
 pub mod stats;
 pub mod sweep;

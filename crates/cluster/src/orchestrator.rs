@@ -98,6 +98,9 @@ pub struct RunOutput {
     pub links: Vec<fabricsim_netsim::LinkUse>,
     /// Link groups' utilization over time, when sampled ([`RunOptions::sample_every`]).
     pub series: crate::stats::TierSeries,
+    /// Per job, the links its flows crossed and the bytes it put on each, with
+    /// [`RunOptions::attribute_links`] (empty otherwise); see [`crate::sharing`].
+    pub job_links: Vec<Vec<(fabricsim_topology::LinkId, f64)>>,
 }
 
 /// Options of a run.
@@ -114,6 +117,8 @@ pub struct RunOptions {
     pub sample_every: u64,
     /// With `sample_every`, record every link's utilization at each sample too.
     pub sample_links: bool,
+    /// Charge each job's bytes to the links they crossed ([`RunOutput::job_links`]).
+    pub attribute_links: bool,
 }
 
 pub struct Orchestrator<'t> {
@@ -151,6 +156,9 @@ impl<'t> Orchestrator<'t> {
         // (jobs of different generations on one fabric share its NVLink figures).
         let gpu = jobs.first().map_or(Generation::H100, JobSpec::generation);
         net.set_link_efficiency(link_efficiency(net.topology(), gpu));
+        if options.attribute_links {
+            net.attribute();
+        }
         let topo = net.topology();
         let found = crate::symmetry::for_run(&net, &jobs, &options);
         let (jobs, symmetry) = match found {
@@ -364,6 +372,10 @@ impl<'t> Orchestrator<'t> {
                 stats.uses(topo, stats.elapsed.0),
             )
         };
+        let mut job_links = self.net.attributed().unwrap_or_default();
+        if !job_links.is_empty() {
+            job_links.resize_with(self.jobs.len(), Vec::new);
+        }
         let (flows, events) = (self.flows, self.events);
         let link_events = self.link_events[..self.applied]
             .iter()
@@ -380,6 +392,7 @@ impl<'t> Orchestrator<'t> {
             links,
             symmetry: self.symmetry,
             series: self.sampler.map(|s| s.series).unwrap_or_default(),
+            job_links,
         })
     }
 
@@ -415,6 +428,7 @@ impl<'t> Orchestrator<'t> {
         };
         self.submitted.clear();
         let job = inst.job;
+        self.net.set_tag(job);
         if let Err(error) = x.fire(&mut self.net, Nanos(t), &mut self.submitted) {
             return Err(RunError::Exec {
                 job: self.job_err(job),

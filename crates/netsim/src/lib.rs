@@ -9,13 +9,14 @@
 //! - [`AnalyticalEngine`]: alpha-beta, no contention — instant estimates and a cross-check.
 //! - [`Network`]: an engine plus a router and the link state: submits flows by GPU pair and
 //!   flow key, and on a link failure re-routes the flows that crossed it (or reports them
-//!   stalled).
+//!   stalled); optionally charges each flow's bytes per link to a tag ([`attribution`]).
 //!
 //! Engines are passive ([`Engine`]): the caller owns the clock, submits at the engine's current
 //! time, asks for [`Engine::next_event`] and calls [`Engine::advance`]; an engine never calls up.
 //! Not modelled here: packets, queues, PFC and congestion control (a later packet-level engine).
 
 pub mod analytical;
+pub mod attribution;
 pub mod engine;
 pub mod flow_engine;
 pub mod flows_file;

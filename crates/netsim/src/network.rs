@@ -20,6 +20,7 @@ use fabricsim_routing::{
 };
 use fabricsim_topology::{Bandwidth, LinkId, Nanos, NodeId, Topology};
 
+use crate::attribution::Attribution;
 use crate::engine::{Completion, Engine, FlowId, FlowSpec, LinkStats};
 use crate::window::Window;
 
@@ -68,6 +69,8 @@ pub struct Network<'t, E: Engine> {
     fold: Option<Fold>,
     /// The hosts' path selection for messages issued through [`Network::select`].
     selector: Selector,
+    /// Bytes per link per tag, when asked for ([`Network::attribute`]).
+    attribution: Option<Attribution>,
 }
 
 /// Flows that stand for their orbits under a fabric automorphism: each flow submitted is one of
@@ -156,7 +159,30 @@ impl<'t, E: Engine> Network<'t, E> {
             efficiency: Vec::new(),
             fold: None,
             selector: Selector::default(),
+            attribution: None,
         }
+    }
+
+    /// Charges every flow submitted from now on to a tag ([`Network::set_tag`]), per link
+    /// ([`crate::attribution`]).
+    pub fn attribute(&mut self) {
+        let links = self.topo.link_count();
+        self.attribution
+            .get_or_insert_with(|| Attribution::new(links));
+    }
+
+    /// Flows submitted from now on are charged to `tag` (with [`Network::attribute`] on).
+    pub fn set_tag(&mut self, tag: u32) {
+        if let Some(a) = &mut self.attribution {
+            a.set_tag(tag);
+        }
+    }
+
+    /// Per tag, the links its flows crossed and their bytes (under a fold, each link with its
+    /// orbit's first link's, as [`Network::link_stats`]); `None` when not attributing.
+    pub fn attributed(&self) -> Option<Vec<Vec<(LinkId, f64)>>> {
+        let first = self.fold.as_ref().map_or(&[][..], |f| &f.first[..]);
+        self.attribution.as_ref().map(|a| a.per_tag(first))
     }
 
     /// How hosts put messages on paths from now on ([`fabricsim_routing::select`]).
@@ -341,6 +367,9 @@ impl<'t, E: Engine> Network<'t, E> {
         let mut links = std::mem::take(&mut self.scratch);
         links.clear();
         let routed = self.append_route(&key, 1.0, &mut links);
+        if let (Ok(_), Some(a)) = (&routed, &mut self.attribution) {
+            a.charge(&links, bytes);
+        }
         let submitted = routed.map(|latency| {
             self.engine.submit(FlowSpec {
                 links: &links,
@@ -365,6 +394,9 @@ impl<'t, E: Engine> Network<'t, E> {
         cap: Option<Bandwidth>,
     ) -> Result<(FlowId, Nanos), NetworkError> {
         let (links, latency) = self.resolve_bundle(&strands)?;
+        if let Some(a) = &mut self.attribution {
+            a.charge(&links, bytes);
+        }
         let id = self.engine.submit(FlowSpec {
             links: &links,
             bytes,

@@ -1,6 +1,7 @@
 //! The fabric's links in a report: a heat strip per link group (tier to tier, by direction) and
 //! the busiest links by name.
 
+use fabricsim_cluster::sharing::JobSharing;
 use fabricsim_netsim::LinkUse;
 use fabricsim_routing::balance::link_group;
 use fabricsim_topology::Topology;
@@ -61,5 +62,59 @@ pub fn section(topo: &Topology, uses: &[LinkUse], top: usize) -> String {
         ));
     }
     out += &table(&["link", "group", "utilization", "peak", "busy"], &rows);
+    out
+}
+
+/// Per job, the jobs it met on fabric links and the `top` fabric links it loaded most, with
+/// who else was on them (`names`: the run's jobs).
+pub fn shared(topo: &Topology, names: &[&str], sharing: &[JobSharing], top: usize) -> String {
+    let mut out = note(
+        "Each job's bytes are charged to the links its flows crossed. A link shared with \
+         another job is where the two can slow each other down.",
+    );
+    for (j, s) in sharing.iter().enumerate() {
+        let met: Vec<String> = s
+            .neighbours
+            .iter()
+            .map(|n| format!("{} ({} links)", names[n.job], n.links))
+            .collect();
+        out += &note(&format!(
+            "{}: {}",
+            names[j],
+            if met.is_empty() {
+                "no fabric link shared with another job".to_string()
+            } else {
+                format!("shares fabric links with {}", met.join(", "))
+            }
+        ));
+        let rows: Vec<Vec<String>> = s
+            .busiest(top)
+            .iter()
+            .map(|l| {
+                let link = topo.link(l.link);
+                let others: Vec<String> = l
+                    .others
+                    .iter()
+                    .map(|&(o, b)| format!("{} {:.0} %", names[o], 100.0 * b / l.link_bytes))
+                    .collect();
+                vec![
+                    format!(
+                        "{} -> {}",
+                        topo.node_name(link.src),
+                        topo.node_name(link.dst)
+                    ),
+                    l.group.clone().unwrap_or_default(),
+                    format!("{:.3}", l.bytes * 1e-9),
+                    format!("{:.0} %", 100.0 * l.bytes / l.link_bytes),
+                    format!("{:.3}", l.utilization),
+                    others.join(", "),
+                ]
+            })
+            .collect();
+        out += &table(
+            &["link", "group", "GB", "share", "utilization", "other jobs"],
+            &rows,
+        );
+    }
     out
 }

@@ -174,6 +174,14 @@ pub fn run(
         ),
     );
     page.section("Links", &crate::links::section(topo, &out.links, 10));
+    if out.jobs.len() > 1 && !out.job_links.is_empty() {
+        let names: Vec<&str> = out.jobs.iter().map(|j| j.name.as_str()).collect();
+        let sharing = fabricsim_cluster::sharing::sharing(topo, &out.links, &out.job_links);
+        page.section(
+            "Links each job loaded most",
+            &crate::links::shared(topo, &names, &sharing, 10),
+        );
+    }
     page.section("Parameters", &crate::params(params));
     page.finish()
 }

@@ -9,6 +9,7 @@ pub fn fabricsim(args: &[&str]) -> Output {
         .expect("the binary runs")
 }
 
+#[allow(dead_code)] // not every test binary reads stdout
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }

@@ -52,6 +52,7 @@ impl Orchestrator<'_> {
             self.transfer_done(id, t);
             return Ok(());
         }
+        self.net.set_tag(j);
         let flow = self
             .net
             .submit(FlowKey::connection(a, b, 0, seed), bytes, None)
