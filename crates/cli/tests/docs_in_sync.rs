@@ -112,3 +112,126 @@ fn validation_table_is_what_the_measurements_give_now() {
         .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
 }
+
+/// The Markdown pages of the repository: the README and everything under docs/.
+fn pages() -> Vec<std::path::PathBuf> {
+    let root = std::path::PathBuf::from(format!("{}/../..", env!("CARGO_MANIFEST_DIR")));
+    let mut pages = vec![root.join("README.md")];
+    let mut dirs = vec![root.join("docs")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                pages.push(path);
+            }
+        }
+    }
+    pages.sort();
+    pages
+}
+
+/// Flags whose value is a file a command writes, not one it reads.
+const WRITTEN: [&str; 11] = [
+    "-o",
+    "--output",
+    "--links",
+    "--job-links",
+    "--links-series",
+    "--report",
+    "--trace",
+    "--export-chakra",
+    "--jobs-csv",
+    "--series-csv",
+    ">",
+];
+
+/// The `fabricsim` command lines of a page: in code blocks (`$ ` prompts dropped, lines ending in
+/// `\` joined) and in inline code spans.
+fn commands(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut in_code = false;
+    let mut pending = String::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            in_code = !in_code;
+            continue;
+        }
+        if in_code {
+            pending += line.trim().trim_start_matches("$ ");
+            if let Some(cont) = pending.strip_suffix('\\') {
+                pending = cont.to_string() + " ";
+                continue;
+            }
+            if pending.starts_with("fabricsim ") {
+                out.push(pending.clone());
+            }
+            pending.clear();
+        } else {
+            out.extend(
+                line.split('`')
+                    .skip(1)
+                    .step_by(2)
+                    .filter(|span| span.starts_with("fabricsim "))
+                    .map(str::to_string),
+            );
+        }
+    }
+    out
+}
+
+/// `path` exists, or names a Chakra trace prefix (`PREFIX.0.et`, `PREFIX.json`).
+fn exists_or_prefixes(path: &std::path::Path) -> bool {
+    if path.exists() {
+        return true;
+    }
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return false;
+    };
+    let prefix = format!("{}.", name.to_string_lossy());
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+    })
+}
+
+#[test]
+fn every_file_a_documented_command_reads_is_in_the_repository() {
+    let root = format!("{}/../..", env!("CARGO_MANIFEST_DIR"));
+    let shipped = [
+        "scenarios/",
+        "examples/",
+        "validation/",
+        "tests/data/",
+        "docs/",
+    ];
+    let mut checked = 0;
+    let mut missing = Vec::new();
+    for page in pages() {
+        let text = std::fs::read_to_string(&page).unwrap();
+        for command in commands(&text) {
+            let words: Vec<&str> = command.split_whitespace().collect();
+            for (i, word) in words.iter().enumerate() {
+                let written = i > 0 && WRITTEN.contains(&words[i - 1]);
+                let word = word.trim_matches(|c| c == '"' || c == '\'' || c == '`');
+                if written || !shipped.iter().any(|dir| word.starts_with(dir)) {
+                    continue;
+                }
+                checked += 1;
+                if !exists_or_prefixes(&std::path::PathBuf::from(format!("{root}/{word}"))) {
+                    missing.push(format!("{}: {word}", page.display()));
+                }
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "documented inputs missing: {missing:#?}"
+    );
+    assert!(
+        checked > 20,
+        "only {checked} inputs found: is the scan broken?"
+    );
+}
