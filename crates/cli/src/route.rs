@@ -68,6 +68,11 @@ pub struct RoutingArgs {
     /// (`crc16,tier2=crc32`; tier 1 is the ToR). See docs/routing.md.
     #[arg(long, default_value = "ideal", value_name = "FUNC[,tierN=FUNC]")]
     pub hash: String,
+    /// The header fields the switches hash, optionally per tier: `5tuple`, `5tuple+qp`, `ips`,
+    /// or fields joined by `+` (sip, dip, proto, sport, dport, qp), e.g.
+    /// `5tuple,tier2=5tuple+qp`. Default: the policy's (ecmp the 5-tuple, eecmp with the QP).
+    #[arg(long, value_name = "FIELDS[,tierN=FIELDS]")]
+    pub hash_fields: Option<String>,
 }
 
 impl RoutingArgs {
@@ -103,6 +108,11 @@ impl RoutingArgs {
             polarized: self.polarized,
             functions: HashConfig::parse_functions(&self.hash)
                 .map_err(|e| input(anyhow::anyhow!("--hash {e}")))?,
+            fields: match &self.hash_fields {
+                Some(f) => HashConfig::parse_fields(f)
+                    .map_err(|e| input(anyhow::anyhow!("--hash-fields {e}")))?,
+                None => [None; 3],
+            },
         })
     }
 }

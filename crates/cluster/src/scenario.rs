@@ -55,6 +55,8 @@ struct RoutingToml {
     polarized: bool,
     /// The switches' hash function(s), as `--hash` takes them.
     hash: Option<String>,
+    /// The header fields they hash, as `--hash-fields` takes them.
+    hash_fields: Option<String>,
     te_period: Option<String>,
     te_detection: Option<String>,
     /// How hosts put messages on paths, as `bench --path-selection` takes it.
@@ -411,6 +413,11 @@ impl Scenario {
                 functions: match &raw.routing.hash {
                     Some(h) => HashConfig::parse_functions(h)
                         .map_err(|what| err(format!("[routing] hash = {what}")))?,
+                    None => [None; 3],
+                },
+                fields: match &raw.routing.hash_fields {
+                    Some(f) => HashConfig::parse_fields(f)
+                        .map_err(|what| err(format!("[routing] hash_fields = {what}")))?,
                     None => [None; 3],
                 },
             },

@@ -25,6 +25,7 @@ fn main() {
                 seed: 1,
                 polarized: false,
                 functions: [None; 3],
+                fields: [None; 3],
             },
         ),
         FlowEngine::new(&topo),

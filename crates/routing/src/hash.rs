@@ -18,6 +18,7 @@
 
 use fabricsim_topology::NodeId;
 
+use crate::fields::Fields;
 use crate::key::{mix, FlowKey};
 
 /// A hash function of a switch.
@@ -60,25 +61,35 @@ impl HashFunction {
         }
     }
 
-    /// The hash of `key`'s fields (with its destination QP if `qp`) under `seed`.
-    pub fn hash(self, key: &FlowKey, qp: bool, seed: u64) -> u64 {
+    /// The hash of `key`'s selected `fields` under `seed`.
+    pub fn hash(self, key: &FlowKey, fields: Fields, seed: u64) -> u64 {
         match self {
-            HashFunction::Ideal if qp => key.hash_with_qp(seed),
-            HashFunction::Ideal => key.hash5(seed),
+            // Chained SplitMix64 over the fields, the QP last: over the 5-tuple (with the QP)
+            // this is `FlowKey::hash5` (`hash_with_qp`).
+            HashFunction::Ideal => {
+                let mut h = mix(seed);
+                for v in fields.values(key) {
+                    h = mix(h ^ v);
+                }
+                if fields.has_qp() {
+                    h = mix(h ^ u64::from(key.qp));
+                }
+                h
+            }
             HashFunction::Crc16 => {
-                let (bytes, n) = header(key, qp);
+                let (bytes, n) = fields.header(key);
                 let mut d = CRC16.digest_with_initial(seed as u16);
                 d.update(&bytes[..n]);
                 u64::from(d.finalize())
             }
             HashFunction::Crc32 => {
-                let (bytes, n) = header(key, qp);
+                let (bytes, n) = fields.header(key);
                 let mut d = CRC32.digest_with_initial(seed as u32);
                 d.update(&bytes[..n]);
                 u64::from(d.finalize())
             }
             HashFunction::Xor16 => {
-                let (bytes, n) = header(key, qp);
+                let (bytes, n) = fields.header(key);
                 let folded = bytes[..n].chunks(2).fold(0u16, |h, c| {
                     h ^ u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)])
                 });
@@ -88,26 +99,9 @@ impl HashFunction {
     }
 }
 
-/// The header fields a switch can select, as bytes on the wire: source and destination IPv4
-/// address (a GPU's NIC address, numbered by its node id), protocol (UDP, 17), UDP source and
-/// destination port, and with `qp` the 24-bit RoCE destination QP of the BTH.
-fn header(key: &FlowKey, qp: bool) -> ([u8; 16], usize) {
-    let mut b = [0u8; 16];
-    b[0..4].copy_from_slice(&(0x0A00_0000 | (key.src.0 & 0x00FF_FFFF)).to_be_bytes());
-    b[4..8].copy_from_slice(&(0x0A00_0000 | (key.dst.0 & 0x00FF_FFFF)).to_be_bytes());
-    b[8] = 17;
-    b[9..11].copy_from_slice(&key.src_port.to_be_bytes());
-    b[11..13].copy_from_slice(&key.dst_port.to_be_bytes());
-    if qp {
-        b[13..16].copy_from_slice(&key.qp.to_be_bytes()[1..4]);
-        (b, 16)
-    } else {
-        (b, 13)
-    }
-}
-
-/// How a fabric's switches hash: a function per tier (tier 1 = ToR / RTSW / leaf, counting up;
-/// tiers past the last given use the last), and seeds per switch or one for the whole fabric.
+/// How a fabric's switches hash: a function and a field selection per tier (tier 1 = ToR / RTSW /
+/// leaf, counting up; tiers past the last given use the last), and seeds per switch or one for
+/// the whole fabric.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct HashConfig {
     pub seed: u64,
@@ -116,6 +110,9 @@ pub struct HashConfig {
     pub polarized: bool,
     /// Functions of tiers 1, 2 and 3 and up; `None` takes the tier below's (tier 1: `Ideal`).
     pub functions: [Option<HashFunction>; 3],
+    /// Fields hashed by tiers 1, 2 and 3 and up; `None` takes the tier below's (tier 1: the
+    /// policy's, the 5-tuple for ECMP and the 5-tuple and QP for E-ECMP).
+    pub fields: [Option<Fields>; 3],
 }
 
 impl HashConfig {
@@ -130,45 +127,62 @@ impl HashConfig {
 
     /// The function of a switch of `tier` (1 and up; 0, a host, takes tier 1's).
     pub fn function(&self, tier: u8) -> HashFunction {
-        let i = usize::from(tier.clamp(1, 3)) - 1;
-        self.functions[..=i]
-            .iter()
-            .rev()
-            .find_map(|f| *f)
-            .unwrap_or_default()
+        at_tier(&self.functions, tier).unwrap_or_default()
+    }
+
+    /// The fields a switch of `tier` hashes; `policy`'s when none are configured.
+    pub fn fields(&self, tier: u8, policy: Fields) -> Fields {
+        at_tier(&self.fields, tier).unwrap_or(policy)
     }
 
     /// Parses `FUNC` or `FUNC,tier2=FUNC,tier3=FUNC` (as `--hash` and `[routing] hash` write
     /// it) into the functions.
     pub fn parse_functions(text: &str) -> Result<[Option<HashFunction>; 3], String> {
-        let expected = || {
-            format!(
-                "`{text}`: expected a hash function ({}), optionally followed by \
-                 `,tier2=FUNC` and `,tier3=FUNC`",
-                HashFunction::NAMES.join(", ")
-            )
-        };
-        let mut out = [None; 3];
-        for (i, part) in text.split(',').enumerate() {
-            let (tier, name) = match part.split_once('=') {
-                None if i == 0 => (1, part),
-                Some((t, f)) if i > 0 => match t.trim() {
-                    "tier2" => (2, f),
-                    "tier3" => (3, f),
-                    _ => return Err(expected()),
-                },
-                _ => return Err(expected()),
-            };
-            let f = HashFunction::parse(name).ok_or_else(expected)?;
-            out[tier - 1] = Some(f);
-        }
-        Ok(out)
+        per_tier(text, HashFunction::parse, &HashFunction::NAMES.join(", "))
     }
+
+    /// Parses `FIELDS` or `FIELDS,tier2=FIELDS,tier3=FIELDS` (as `--hash-fields` and
+    /// `[routing] hash_fields` write it).
+    pub fn parse_fields(text: &str) -> Result<[Option<Fields>; 3], String> {
+        per_tier(text, Fields::parse, Fields::EXPECTED)
+    }
+}
+
+/// The value for `tier` (1 and up; 0 takes tier 1's): its own, or the nearest tier's below.
+fn at_tier<T: Copy>(values: &[Option<T>; 3], tier: u8) -> Option<T> {
+    let i = usize::from(tier.clamp(1, 3)) - 1;
+    values[..=i].iter().rev().find_map(|v| *v)
+}
+
+/// `V` or `V,tier2=V,tier3=V`, each `V` read by `parse`.
+fn per_tier<T: Copy>(
+    text: &str,
+    parse: impl Fn(&str) -> Option<T>,
+    values: &str,
+) -> Result<[Option<T>; 3], String> {
+    let expected =
+        || format!("`{text}`: expected {values}, optionally followed by `,tier2=…` and `,tier3=…`");
+    let mut out = [None; 3];
+    for (i, part) in text.split(',').enumerate() {
+        let (tier, value) = match part.split_once('=') {
+            None if i == 0 => (1, part),
+            Some((t, v)) if i > 0 => match t.trim() {
+                "tier2" => (2, v),
+                "tier3" => (3, v),
+                _ => return Err(expected()),
+            },
+            _ => return Err(expected()),
+        };
+        out[tier - 1] = Some(parse(value).ok_or_else(expected)?);
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const FIVE: Fields = Fields::FIVE_TUPLE;
 
     fn key(i: u32) -> FlowKey {
         FlowKey::connection(NodeId(i % 64), NodeId(64 + i / 64), i % 4, 9)
@@ -189,11 +203,11 @@ mod tests {
             HashFunction::Crc32,
             HashFunction::Xor16,
         ] {
-            let delta = f.hash(&key(0), false, 0x1234) ^ f.hash(&key(0), false, 0x9876);
+            let delta = f.hash(&key(0), FIVE, 0x1234) ^ f.hash(&key(0), FIVE, 0x9876);
             for i in 1..200 {
                 let k = key(i);
                 assert_eq!(
-                    f.hash(&k, false, 0x1234) ^ f.hash(&k, false, 0x9876),
+                    f.hash(&k, FIVE, 0x1234) ^ f.hash(&k, FIVE, 0x9876),
                     delta,
                     "{f:?}"
                 );
@@ -201,8 +215,8 @@ mod tests {
         }
         // The ideal hash has no such structure.
         let f = HashFunction::Ideal;
-        let delta = f.hash(&key(0), false, 1) ^ f.hash(&key(0), false, 2);
-        assert!((1..200).any(|i| f.hash(&key(i), false, 1) ^ f.hash(&key(i), false, 2) != delta));
+        let delta = f.hash(&key(0), FIVE, 1) ^ f.hash(&key(0), FIVE, 2);
+        assert!((1..200).any(|i| f.hash(&key(i), FIVE, 1) ^ f.hash(&key(i), FIVE, 2) != delta));
     }
 
     #[test]
@@ -216,9 +230,18 @@ mod tests {
             HashFunction::Crc32,
             HashFunction::Xor16,
         ] {
-            assert_eq!(f.hash(&a, false, 7), f.hash(&b, false, 7));
-            assert_ne!(f.hash(&a, true, 7), f.hash(&b, true, 7));
+            assert_eq!(f.hash(&a, FIVE, 7), f.hash(&b, FIVE, 7));
+            assert_ne!(
+                f.hash(&a, Fields::FIVE_TUPLE_QP, 7),
+                f.hash(&b, Fields::FIVE_TUPLE_QP, 7)
+            );
         }
+        // The ideal hash over the 5-tuple (and QP) is the flow key's own.
+        assert_eq!(HashFunction::Ideal.hash(&b, FIVE, 7), b.hash5(7));
+        assert_eq!(
+            HashFunction::Ideal.hash(&b, Fields::FIVE_TUPLE_QP, 7),
+            b.hash_with_qp(7)
+        );
     }
 
     #[test]
@@ -234,5 +257,13 @@ mod tests {
         for bad in ["md5", "crc16,tier4=crc32", "tier2=crc16", "crc16,crc32", ""] {
             assert!(HashConfig::parse_functions(bad).is_err(), "{bad}");
         }
+        let c = HashConfig {
+            fields: HashConfig::parse_fields("ips,tier2=5tuple+qp").unwrap(),
+            ..HashConfig::default()
+        };
+        assert_eq!(c.fields(1, FIVE), Fields::parse("ips").unwrap());
+        assert_eq!(c.fields(3, FIVE), Fields::FIVE_TUPLE_QP);
+        assert_eq!(HashConfig::default().fields(2, FIVE), FIVE);
+        assert!(HashConfig::parse_fields("ips,tier2=mac").is_err());
     }
 }

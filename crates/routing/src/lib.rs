@@ -13,6 +13,7 @@
 //! Start with [`Router::route`], [`FlowKey`] and [`LinkState`].
 
 pub mod balance;
+pub mod fields;
 pub mod hash;
 pub mod key;
 pub mod link_state;
@@ -20,6 +21,7 @@ pub mod paths;
 pub mod router;
 pub mod select;
 
+pub use fields::Fields;
 pub use hash::{HashConfig, HashFunction};
 pub use key::{FlowKey, MAX_QPS, ROCEV2_PORT};
 pub use link_state::{cables_named, event_condition, DownError, LinkCondition, LinkState};

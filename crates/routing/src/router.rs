@@ -17,6 +17,7 @@
 
 use fabricsim_topology::{LinkId, Nanos, NodeId, NodeKind, Topology};
 
+use crate::fields::Fields;
 use crate::hash::HashConfig;
 use crate::key::FlowKey;
 use crate::link_state::LinkState;
@@ -213,18 +214,19 @@ impl HashedPolicy {
             Policy::Ecmp | Policy::EEcmp => 0,
         };
         let topo = paths.topology();
-        let hash = move |node: NodeId, qp: bool| {
+        let hash = move |node: NodeId, policy: Fields| {
             let tier = match topo.kind(node) {
                 NodeKind::Switch(role) => role.tier,
                 _ => 1,
             };
+            let fields = self.hash.fields(tier, policy);
             self.hash
                 .function(tier)
-                .hash(key, qp, self.hash.node_seed(node))
+                .hash(key, fields, self.hash.node_seed(node))
         };
         move |node: NodeId, hops: &[LinkId], planned: &[LinkId]| match self.policy {
-            Policy::Ecmp => hash(node, false),
-            Policy::EEcmp => hash(node, true),
+            Policy::Ecmp => hash(node, Fields::FIVE_TUPLE),
+            Policy::EEcmp => hash(node, Fields::FIVE_TUPLE_QP),
             // Pinned over the planned next hops; when the pinned link is down, the switch
             // falls back to ECMP among the links left (the BGP underlay).
             Policy::Pin | Policy::Spray => {
@@ -234,7 +236,7 @@ impl HashedPolicy {
                 let pinned = planned[(ordinal % planned.len() as u64) as usize];
                 match hops.iter().position(|&h| h == pinned) {
                     Some(i) => i as u64,
-                    None => hash(node, false),
+                    None => hash(node, Fields::FIVE_TUPLE),
                 }
             }
         }

@@ -73,6 +73,7 @@ fn ecmp_picks_one_of_the_equal_cost_paths_deterministically() {
             seed: 7,
             polarized: false,
             functions: [None; 3],
+            fields: [None; 3],
         },
     );
     let (paths, total) = router.equal_cost_paths(&state, src, dst, 64).unwrap();
@@ -131,6 +132,7 @@ fn rack_uplink_loads(topo: &Topology, state: &LinkState, policy: Policy, qps: u3
             seed: 1,
             polarized: false,
             functions: [None; 3],
+            fields: [None; 3],
         },
     );
     let rtsw = id(topo, "zone0/rack0/rtsw");
@@ -195,6 +197,7 @@ fn identical_seeds_polarize() {
                 seed: 3,
                 polarized,
                 functions: [None; 3],
+                fields: [None; 3],
             },
         );
         let mut used = std::collections::BTreeSet::new();
@@ -234,6 +237,7 @@ fn a_linear_hash_polarizes_through_per_switch_seeds() {
             seed: 3,
             polarized: false,
             functions: HashConfig::parse_functions(hash).unwrap(),
+            fields: [None; 3],
         };
         let mut router = Router::new(&topo, Policy::Ecmp, config);
         let mut used: std::collections::BTreeMap<NodeId, std::collections::BTreeSet<LinkId>> =
@@ -496,4 +500,42 @@ fn a_dual_port_nic_with_a_port_down_sends_everything_on_the_other() {
         first_switch(&state).into_iter().collect::<Vec<_>>(),
         ["seg0/rail0/tor1"]
     );
+}
+
+#[test]
+fn a_tier_sees_only_the_fields_it_selects() {
+    // One GPU pair across racks of an AI Zone, 16 QPs on each of 32 connections (source
+    // ports): the RTSW picks one of 16 uplinks by what it hashes.
+    let topo = build("meta-ai-zone", &[("racks", "2")]);
+    let state = LinkState::new(&topo);
+    let (src, dst) = (id(&topo, "host0/gpu0"), id(&topo, "host2/gpu0"));
+    let uplinks_used = |policy: Policy, fields: &str| {
+        let mut router = Router::new(
+            &topo,
+            policy,
+            HashConfig {
+                seed: 5,
+                fields: HashConfig::parse_fields(fields).unwrap(),
+                ..HashConfig::default()
+            },
+        );
+        let mut used = std::collections::BTreeSet::new();
+        for seed in 0..32u64 {
+            for qp in 0..16 {
+                let key = FlowKey::connection(src, dst, qp, seed);
+                used.insert(path(&router.route(&state, &key).unwrap())[2]);
+            }
+        }
+        used.len()
+    };
+    // Addresses only: every connection and QP of the pair on one uplink, even under E-ECMP.
+    assert_eq!(uplinks_used(Policy::EEcmp, "ips"), 1);
+    // The 5-tuple: the connections' source ports spread; their QPs do not add paths...
+    let five = uplinks_used(Policy::Ecmp, "5tuple");
+    assert!(five > 8, "{five}");
+    // ...and a field list decides, not the policy: E-ECMP told to hash the 5-tuple is ECMP.
+    assert_eq!(uplinks_used(Policy::EEcmp, "5tuple"), five);
+    assert_eq!(uplinks_used(Policy::Ecmp, "5tuple+qp"), 16);
+    // The destination port alone is RoCEv2's 4791 for every flow: one uplink.
+    assert_eq!(uplinks_used(Policy::Ecmp, "dport"), 1);
 }
