@@ -80,10 +80,15 @@ enum Command {
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
+        Err(e) if e.use_stderr() => {
+            // A usage error (status 2) echoes the value given, escaped and cut as ours are.
+            eprint!("{}", printable(&e.render().to_string()));
+            return ExitCode::from(2);
+        }
         Err(e) => {
-            // clap prints help and version to stdout with status 0, usage errors with 2.
+            // Help and version, to stdout with status 0.
             let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+            return ExitCode::SUCCESS;
         }
     };
     let result = match cli.command {

@@ -229,7 +229,8 @@ fn bad_routing_input_exits_2() {
         ),
         (
             vec!["route", "balance", "--pattern", "butterfly"],
-            "unknown pattern `butterfly`".into(),
+            "'butterfly' for '--pattern <PATTERN>'\n  [possible values: permutation, ring, all-to-all]"
+                .into(),
         ),
         (
             vec![

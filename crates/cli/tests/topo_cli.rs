@@ -95,7 +95,7 @@ fn bad_input_exits_2_with_a_message() {
     let cases: &[(&[&str], &str)] = &[
         (
             &["topo", "describe", "--preset", "torus"],
-            "unknown preset `torus`; the presets are: fat-tree, leaf-spine",
+            "'torus' for '--preset <PRESET>'\n  [possible values: fat-tree, leaf-spine",
         ),
         (
             &["topo", "describe", "--preset", "fat-tree", "--set", "kk=4"],
@@ -285,13 +285,17 @@ fn export_writes_through_a_symlink_and_into_a_device() {
 /// it cannot drive the terminal.
 #[test]
 fn errors_escape_control_characters() {
-    let o = fabricsim(&["topo", "describe", "--preset", "\u{1b}[31mred"]);
+    let o = fabricsim(&["topo", "describe", "--file", "\u{1b}[31mred.json"]);
     assert_eq!(o.status.code(), Some(2));
     let e = stderr(&o);
     assert!(
         !e.contains('\u{1b}') && e.contains("\\u{1b}[31mred"),
         "{e:?}"
     );
+    // A value the argument parser refuses is shown without its escape sequences.
+    let o = fabricsim(&["topo", "describe", "--preset", "\u{1b}[31mred"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(!stderr(&o).contains('\u{1b}'), "{:?}", stderr(&o));
     // An error that echoes a huge input is cut.
     let huge = "x".repeat(100_000);
     let o = fabricsim(&["topo", "describe", "--preset", &huge]);

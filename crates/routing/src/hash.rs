@@ -138,7 +138,8 @@ impl HashConfig {
     /// Parses `FUNC` or `FUNC,tier2=FUNC,tier3=FUNC` (as `--hash` and `[routing] hash` write
     /// it) into the functions.
     pub fn parse_functions(text: &str) -> Result<[Option<HashFunction>; 3], String> {
-        per_tier(text, HashFunction::parse, &HashFunction::NAMES.join(", "))
+        let names = format!("a hash function ({})", HashFunction::NAMES.join(", "));
+        per_tier(text, HashFunction::parse, &names)
     }
 
     /// Parses `FIELDS` or `FIELDS,tier2=FIELDS,tier3=FIELDS` (as `--hash-fields` and
