@@ -68,6 +68,10 @@ pub fn patterns() -> PossibleValuesParser {
     of(Pattern::NAMES)
 }
 
+pub fn nic_ports() -> PossibleValuesParser {
+    of(fabricsim_routing::NicPorts::NAMES)
+}
+
 pub fn presets() -> PossibleValuesParser {
     of(fabricsim_topology::presets::all().iter().map(|p| p.name))
 }

@@ -2,7 +2,7 @@
 
 use clap::{Args, Subcommand};
 use fabricsim_routing::balance::{group_loads, link_loads, links_in_scope, pairs, Pattern};
-use fabricsim_routing::{FlowKey, HashConfig, LinkState, Policy, Route, Router};
+use fabricsim_routing::{FlowKey, HashConfig, LinkState, NicPorts, Policy, Route, Router};
 use fabricsim_te::Routing;
 use fabricsim_topology::{LinkId, NodeId, Topology};
 
@@ -73,6 +73,11 @@ pub struct RoutingArgs {
     /// `5tuple,tier2=5tuple+qp`. Default: the policy's (ecmp the 5-tuple, eecmp with the QP).
     #[arg(long, value_name = "FIELDS[,tierN=FIELDS]")]
     pub hash_fields: Option<String>,
+    /// How a NIC with several ports puts connections on them: hash (as a switch), bond-l34
+    /// (a Linux bond's layer3+4 hash) or qp-affinity (QPs given ports in turn). See
+    /// docs/routing.md.
+    #[arg(long, value_name = "MAPPING", value_parser = crate::choices::nic_ports(), ignore_case = true)]
+    pub nic_ports: Option<String>,
 }
 
 impl RoutingArgs {
@@ -112,6 +117,10 @@ impl RoutingArgs {
                 Some(f) => HashConfig::parse_fields(f)
                     .map_err(|e| input(anyhow::anyhow!("--hash-fields {e}")))?,
                 None => [None; 3],
+            },
+            nic_ports: match &self.nic_ports {
+                Some(m) => NicPorts::parse(m).expect("clap took one of NicPorts::NAMES"),
+                None => NicPorts::Hash,
             },
         })
     }

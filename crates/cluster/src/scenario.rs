@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use fabricsim_collectives::{Algorithm, Fidelity, Protocol, QpMode};
 use fabricsim_routing::PathSelection;
-use fabricsim_routing::{HashConfig, Policy};
+use fabricsim_routing::{HashConfig, NicPorts, Policy};
 use fabricsim_te::Routing;
 use fabricsim_topology::{FabricSource, Nanos};
 use fabricsim_workload::llm::{DpMode, ModelSpec, Parallelism, RankOrder, Recompute, Training};
@@ -57,6 +57,8 @@ struct RoutingToml {
     hash: Option<String>,
     /// The header fields they hash, as `--hash-fields` takes them.
     hash_fields: Option<String>,
+    /// How multi-port NICs put connections on their ports, as `--nic-ports` takes it.
+    nic_ports: Option<String>,
     te_period: Option<String>,
     te_detection: Option<String>,
     /// How hosts put messages on paths, as `bench --path-selection` takes it.
@@ -419,6 +421,15 @@ impl Scenario {
                     Some(f) => HashConfig::parse_fields(f)
                         .map_err(|what| err(format!("[routing] hash_fields = {what}")))?,
                     None => [None; 3],
+                },
+                nic_ports: match &raw.routing.nic_ports {
+                    Some(m) => NicPorts::parse(m).ok_or_else(|| {
+                        err(format!(
+                            "[routing] nic_ports = \"{m}\": expected one of {}",
+                            NicPorts::NAMES.join(", ")
+                        ))
+                    })?,
+                    None => NicPorts::Hash,
                 },
             },
             te_period,

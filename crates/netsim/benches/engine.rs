@@ -19,7 +19,7 @@ fn permutation(topo: &Topology, policy: Policy) -> usize {
                 seed: 1,
                 polarized: false,
                 functions: [None; 3],
-                fields: [None; 3],
+                ..HashConfig::default()
             },
         ),
         FlowEngine::new(topo),

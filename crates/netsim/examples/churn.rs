@@ -25,7 +25,7 @@ fn main() {
                 seed: 1,
                 polarized: false,
                 functions: [None; 3],
-                fields: [None; 3],
+                ..HashConfig::default()
             },
         ),
         FlowEngine::new(&topo),

@@ -484,7 +484,7 @@ proptest! {
         let gpus = topo.gpus();
         let n = gpus.len() as u32;
         let run_once = || {
-            let mut net = Network::new(&topo, Router::new(&topo, policy, HashConfig { seed, polarized: false, functions: [None; 3], fields: [None; 3] }), FlowEngine::new(&topo));
+            let mut net = Network::new(&topo, Router::new(&topo, policy, HashConfig { seed, polarized: false, functions: [None; 3], ..HashConfig::default() }), FlowEngine::new(&topo));
             let mut order: Vec<_> = flows.iter().filter(|f| f.0 % n != f.1 % n).collect();
             order.sort_by_key(|f| f.3);
             let mut done = Vec::new();

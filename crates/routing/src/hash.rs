@@ -20,6 +20,7 @@ use fabricsim_topology::NodeId;
 
 use crate::fields::Fields;
 use crate::key::{mix, FlowKey};
+use crate::nic::NicPorts;
 
 /// A hash function of a switch.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -113,6 +114,8 @@ pub struct HashConfig {
     /// Fields hashed by tiers 1, 2 and 3 and up; `None` takes the tier below's (tier 1: the
     /// policy's, the 5-tuple for ECMP and the 5-tuple and QP for E-ECMP).
     pub fields: [Option<Fields>; 3],
+    /// How a NIC with several ports puts connections on them.
+    pub nic_ports: NicPorts,
 }
 
 impl HashConfig {

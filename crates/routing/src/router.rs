@@ -224,9 +224,14 @@ impl HashedPolicy {
                 .function(tier)
                 .hash(key, fields, self.hash.node_seed(node))
         };
+        // A NIC's mapping onto its ports, where it is not the switches' hash.
+        let nic_port = move |node: NodeId| match topo.kind(node) {
+            NodeKind::Nic => self.hash.nic_ports.port(key),
+            _ => None,
+        };
         move |node: NodeId, hops: &[LinkId], planned: &[LinkId]| match self.policy {
-            Policy::Ecmp => hash(node, Fields::FIVE_TUPLE),
-            Policy::EEcmp => hash(node, Fields::FIVE_TUPLE_QP),
+            Policy::Ecmp => nic_port(node).unwrap_or_else(|| hash(node, Fields::FIVE_TUPLE)),
+            Policy::EEcmp => nic_port(node).unwrap_or_else(|| hash(node, Fields::FIVE_TUPLE_QP)),
             // Pinned over the planned next hops; when the pinned link is down, the switch
             // falls back to ECMP among the links left (the BGP underlay).
             Policy::Pin | Policy::Spray => {

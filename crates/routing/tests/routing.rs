@@ -73,7 +73,7 @@ fn ecmp_picks_one_of_the_equal_cost_paths_deterministically() {
             seed: 7,
             polarized: false,
             functions: [None; 3],
-            fields: [None; 3],
+            ..HashConfig::default()
         },
     );
     let (paths, total) = router.equal_cost_paths(&state, src, dst, 64).unwrap();
@@ -132,7 +132,7 @@ fn rack_uplink_loads(topo: &Topology, state: &LinkState, policy: Policy, qps: u3
             seed: 1,
             polarized: false,
             functions: [None; 3],
-            fields: [None; 3],
+            ..HashConfig::default()
         },
     );
     let rtsw = id(topo, "zone0/rack0/rtsw");
@@ -197,7 +197,7 @@ fn identical_seeds_polarize() {
                 seed: 3,
                 polarized,
                 functions: [None; 3],
-                fields: [None; 3],
+                ..HashConfig::default()
             },
         );
         let mut used = std::collections::BTreeSet::new();
@@ -237,7 +237,7 @@ fn a_linear_hash_polarizes_through_per_switch_seeds() {
             seed: 3,
             polarized: false,
             functions: HashConfig::parse_functions(hash).unwrap(),
-            fields: [None; 3],
+            ..HashConfig::default()
         };
         let mut router = Router::new(&topo, Policy::Ecmp, config);
         let mut used: std::collections::BTreeMap<NodeId, std::collections::BTreeSet<LinkId>> =
@@ -538,4 +538,79 @@ fn a_tier_sees_only_the_fields_it_selects() {
     assert_eq!(uplinks_used(Policy::Ecmp, "5tuple+qp"), 16);
     // The destination port alone is RoCEv2's 4791 for every flow: one uplink.
     assert_eq!(uplinks_used(Policy::Ecmp, "dport"), 1);
+}
+
+#[test]
+fn nic_port_mappings_spread_connections_as_their_rules_say_and_fail_over() {
+    use fabricsim_routing::NicPorts;
+    let topo = build("hpn", &[("segments", "2"), ("hosts_per_segment", "4")]);
+    let (src, dst) = (id(&topo, "host0/gpu0"), id(&topo, "host5/gpu0"));
+    let nic = id(&topo, "host0/nic0");
+    // Per connection (seed), the ToRs its 2 QPs leave the NIC for.
+    let tors = |state: &LinkState, mapping: NicPorts| {
+        let config = HashConfig {
+            nic_ports: mapping,
+            ..HashConfig::default()
+        };
+        let mut router = Router::new(&topo, Policy::Ecmp, config);
+        (0..64u64)
+            .map(|seed| {
+                (0..2)
+                    .map(|qp| {
+                        let route = router
+                            .route(state, &FlowKey::connection(src, dst, qp, seed))
+                            .unwrap();
+                        let hop = path(&route)
+                            .into_iter()
+                            .find(|&l| topo.link(l).src == nic)
+                            .unwrap();
+                        topo.node_name(topo.link(hop).dst).to_string()
+                    })
+                    .collect::<std::collections::BTreeSet<_>>()
+            })
+            .collect::<Vec<_>>()
+    };
+    let up = LinkState::new(&topo);
+    // QP affinity: every connection's two QPs on the two ports.
+    assert!(tors(&up, NicPorts::QpAffinity).iter().all(|t| t.len() == 2));
+    // A bond and the switch-like hash see no QP under ecmp: a connection keeps one port,
+    // and connections use both.
+    for mapping in [NicPorts::BondL34, NicPorts::Hash] {
+        let per_conn = tors(&up, mapping);
+        assert!(per_conn.iter().all(|t| t.len() == 1), "{mapping:?}");
+        let all: std::collections::BTreeSet<_> = per_conn.into_iter().flatten().collect();
+        assert_eq!(all.len(), 2, "{mapping:?}");
+    }
+    // The bond's port is its formula's, modulo the two ports (in link order).
+    let key = FlowKey::connection(src, dst, 0, 11);
+    let mut router = Router::new(
+        &topo,
+        Policy::Ecmp,
+        HashConfig {
+            nic_ports: NicPorts::BondL34,
+            ..HashConfig::default()
+        },
+    );
+    let ports: Vec<LinkId> = topo
+        .out_links(nic)
+        .iter()
+        .copied()
+        .filter(|&l| topo.kind(topo.link(l).dst).is_switch())
+        .collect();
+    let want = ports[(NicPorts::BondL34.port(&key).unwrap() % 2) as usize];
+    assert!(path(&router.route(&up, &key).unwrap()).contains(&want));
+    // Any mapping: a port down sends everything on the other.
+    let mut state = LinkState::new(&topo);
+    for l in fabricsim_routing::cables_named(&topo, "host0/nic0--seg0/rail0/tor0").unwrap() {
+        state.set_cable(l, LinkCondition::Down);
+    }
+    for mapping in [NicPorts::Hash, NicPorts::BondL34, NicPorts::QpAffinity] {
+        let all: std::collections::BTreeSet<_> =
+            tors(&state, mapping).into_iter().flatten().collect();
+        assert_eq!(
+            all.into_iter().collect::<Vec<_>>(),
+            ["seg0/rail0/tor1"],
+            "{mapping:?}"
+        );
+    }
 }
