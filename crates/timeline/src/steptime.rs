@@ -203,6 +203,10 @@ impl<'a> StepTimes<'a> {
             .map(|(k, &(t, alloc))| {
                 let mut entry = self.base.jobs[t as usize].clone();
                 entry.name = format!("{}@{k}", entry.name);
+                // The run seeds the k-th job's connection hashing with k (so that jobs alike
+                // hash apart): undo it, so a job hashes as it does alone, and its slowdown in a
+                // group is the contention's, not another draw of ECMP's.
+                entry.comm.seed ^= (k as u64) << 32;
                 let gpus = alloc
                     .iter()
                     .flat_map(|&(x, mask)| {
