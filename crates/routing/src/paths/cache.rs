@@ -30,32 +30,73 @@ pub(super) const AT_DST: u32 = u32::MAX - 1;
 impl Distances {
     /// A backward breadth-first search from `sources` over the switch links that are up.
     pub fn search(g: &Graph, state: &LinkState, sources: &[u32]) -> Distances {
-        let mut dist = vec![FAR; g.switch_count()];
-        let mut frontier: Vec<u32> = sources.to_vec();
+        Distances {
+            dist: levels(g, state, sources),
+            hops: RefCell::default(),
+        }
+    }
+
+    /// The distances toward `sources` from `parents`' levels (see [`Parents`]): 0 at the
+    /// sources, one more than toward the parents everywhere else.
+    pub fn from_parents(parents: &[u16], sources: &[u32]) -> Distances {
+        let mut dist: Vec<u16> = parents
+            .iter()
+            .map(|&d| if d == FAR { FAR } else { d + 1 })
+            .collect();
         for &s in sources {
             dist[s as usize] = 0;
-        }
-        let mut level = 0u16;
-        let mut next = Vec::new();
-        let all_up = state.all_up();
-        while !frontier.is_empty() {
-            level += 1;
-            for &t in &frontier {
-                for n in g.neighbours(t) {
-                    if dist[n.sw as usize] == FAR && (all_up || state.is_up(n.inbound)) {
-                        dist[n.sw as usize] = level;
-                        next.push(n.sw);
-                    }
-                }
-            }
-            std::mem::swap(&mut frontier, &mut next);
-            next.clear();
         }
         Distances {
             dist,
             hops: RefCell::default(),
         }
     }
+}
+
+/// Per switch, the switch-to-switch links (that are up) to the nearest of `sources`, or `FAR`:
+/// a backward breadth-first search.
+pub(super) fn levels(g: &Graph, state: &LinkState, sources: &[u32]) -> Vec<u16> {
+    let mut dist = vec![FAR; g.switch_count()];
+    let mut frontier: Vec<u32> = sources.to_vec();
+    for &s in sources {
+        dist[s as usize] = 0;
+    }
+    let mut level = 0u16;
+    let mut next = Vec::new();
+    let all_up = state.all_up();
+    while !frontier.is_empty() {
+        level += 1;
+        for &t in &frontier {
+            for n in g.neighbours(t) {
+                if dist[n.sw as usize] == FAR && (all_up || state.is_up(n.inbound)) {
+                    dist[n.sw as usize] = level;
+                    next.push(n.sw);
+                }
+            }
+        }
+        std::mem::swap(&mut frontier, &mut next);
+        next.clear();
+    }
+    dist
+}
+
+/// The switches with a link that is up into one of `sources` and not among them, sorted: the
+/// first level of a search from `sources`. Every path to a source enters it from one of them,
+/// so the distance toward the sources from any other switch is one more than toward these;
+/// and sets of attachment switches with the same parents (the racks of a zone under its
+/// cluster switches) share one search from the parents, in place of one each.
+pub(super) fn parents(g: &Graph, state: &LinkState, sources: &[u32]) -> Vec<u32> {
+    let all_up = state.all_up();
+    let mut out: Vec<u32> = sources
+        .iter()
+        .flat_map(|&t| g.neighbours(t))
+        .filter(|n| all_up || state.is_up(n.inbound))
+        .map(|n| n.sw)
+        .filter(|s| sources.binary_search(s).is_err())
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 /// Next-hop lists of wide switches, each stored once however many destinations share it: a
@@ -108,5 +149,64 @@ impl HopPool {
         self.links.clear();
         self.ends.clear();
         self.index.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use fabricsim_topology::{presets, LinkId};
+
+    use super::*;
+    use crate::link_state::LinkCondition;
+
+    /// Distances through the parents equal a search from the sources themselves, for every
+    /// single switch and every pair of consecutive switches as sources, with every link up and
+    /// with one switch-to-switch cable in five down.
+    #[test]
+    fn distances_through_the_parents_are_the_searchs() {
+        for (preset, settings) in [
+            ("meta-cluster", vec![("zones", "2"), ("racks", "4")]),
+            ("hpn", vec![("segments", "2"), ("hosts_per_segment", "4")]),
+            ("fat-tree", vec![("k", "4")]),
+            ("dcn-plus", vec![]),
+        ] {
+            let settings: Vec<(String, String)> = settings
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            let topo = presets::build(preset, &settings).unwrap();
+            let g = Graph::new(&topo);
+            let mut down = LinkState::new(&topo);
+            let inter_switch: Vec<LinkId> = topo
+                .link_ids()
+                .filter(|&l| {
+                    let link = topo.link(l);
+                    topo.kind(link.src).is_switch() && topo.kind(link.dst).is_switch()
+                })
+                .collect();
+            for &l in inter_switch.iter().step_by(10) {
+                down.set_cable(l, LinkCondition::Down);
+            }
+            let n = g.switch_count() as u32;
+            for state in [LinkState::new(&topo), down] {
+                for a in 0..n {
+                    for sources in [vec![a], vec![a, (a + 1) % n]] {
+                        let mut sources = sources;
+                        sources.sort_unstable();
+                        sources.dedup();
+                        let p = parents(&g, &state, &sources);
+                        if p.is_empty() {
+                            continue;
+                        }
+                        let through = Distances::from_parents(&levels(&g, &state, &p), &sources);
+                        assert_eq!(
+                            through.dist,
+                            levels(&g, &state, &sources),
+                            "{preset}: {sources:?}"
+                        );
+                    }
+                }
+            }
+        }
     }
 }

@@ -53,6 +53,9 @@ pub struct PathFinder<'t> {
     /// index into them is in its [`Endpoint`]. Dropped when the link state changes.
     dist_sets: Vec<Distances>,
     dist_index: HashMap<Vec<u32>, u32>,
+    /// Levels of the searches from sets of parents (see [`cache::parents`]), by the set: the
+    /// sets of attachment switches with these parents take their distances from them.
+    parent_levels: HashMap<Vec<u32>, Vec<u16>>,
     cache_version: u64,
 }
 
@@ -79,6 +82,7 @@ impl<'t> PathFinder<'t> {
             ends,
             dist_sets: Vec::new(),
             dist_index: HashMap::new(),
+            parent_levels: HashMap::new(),
             cache_version: 0,
         }
     }
@@ -114,6 +118,7 @@ impl<'t> PathFinder<'t> {
         if state.version() != self.cache_version {
             self.dist_sets.clear();
             self.dist_index.clear();
+            self.parent_levels.clear();
             self.ends.iter_mut().for_each(|e| e.dist = NO_DISTANCES);
             self.pool.get_mut().clear();
             self.cache_version = state.version();
@@ -142,7 +147,16 @@ impl<'t> PathFinder<'t> {
             self.ends[dst.index()].dist = i;
             return i as usize;
         }
-        let found = Distances::search(g, state, &sources);
+        let parents = cache::parents(g, state, &sources);
+        let found = if parents.is_empty() {
+            Distances::search(g, state, &sources)
+        } else {
+            let levels = self
+                .parent_levels
+                .entry(parents)
+                .or_insert_with_key(|p| cache::levels(g, state, p));
+            Distances::from_parents(levels, &sources)
+        };
         let i = self.dist_sets.len() as u32;
         self.dist_sets.push(found);
         self.dist_index.insert(sources, i);
