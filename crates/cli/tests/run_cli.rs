@@ -308,6 +308,28 @@ fn exported_chakra_replays_to_the_same_iteration() {
         let trace = chakra::read_file(std::path::Path::new(&format!("{p}.0.et"))).unwrap();
         let mut collectives = 0;
         for n in &trace.nodes {
+            // Each attribute ASTRA-sim's feeder reads has the type it reads it as
+            // (`et_feeder_node.cpp`); another type reads as 0 there.
+            for a in &n.attr {
+                let typed = match (a.name.as_str(), &a.value) {
+                    ("num_ops" | "comm_type" | "comm_size", Some(Value::Int64Val(_))) => true,
+                    ("tensor_size", Some(Value::Uint64Val(_))) => true,
+                    ("comm_src" | "comm_dst" | "comm_tag", Some(Value::Int32Val(_))) => true,
+                    ("pg_name", Some(Value::StringVal(_))) => true,
+                    ("is_cpu_op", Some(Value::BoolVal(_))) => true,
+                    (
+                        "num_ops" | "comm_type" | "comm_size" | "tensor_size" | "comm_src"
+                        | "comm_dst" | "comm_tag" | "pg_name" | "is_cpu_op",
+                        _,
+                    ) => false,
+                    _ => true,
+                };
+                assert!(
+                    typed,
+                    "node {} `{}`: {} is {:?}",
+                    n.id, n.name, a.name, a.value
+                );
+            }
             if n.r#type == NodeType::CommCollNode as i32 {
                 collectives += 1;
                 let pg = n.attr.iter().find(|a| a.name == "pg_name").unwrap();
@@ -320,6 +342,23 @@ fn exported_chakra_replays_to_the_same_iteration() {
                 assert!(
                     n.duration_micros > 0,
                     "node {} `{}` has no duration",
+                    n.id,
+                    n.name
+                );
+                // ASTRA-sim's roofline time, num_ops / min(peak, bw × num_ops / tensor_size),
+                // is defined: FLOPs, or bytes and at least one op.
+                let value = |name: &str| n.attr.iter().find(|a| a.name == name)?.value.clone();
+                let ops = match value("num_ops") {
+                    Some(Value::Int64Val(v)) => v,
+                    _ => 0,
+                };
+                let size = match value("tensor_size") {
+                    Some(Value::Uint64Val(v)) => v,
+                    _ => 0,
+                };
+                assert!(
+                    ops > 0,
+                    "node {} `{}`: num_ops {ops}, tensor_size {size}",
                     n.id,
                     n.name
                 );

@@ -9,9 +9,15 @@
 //! `"2"`, …: group `i` of the workload is `i + 1`; ASTRA-sim parses the name as an integer), the
 //! group JSON maps those numbers to ranks, and with a compute model given every compute node's
 //! `duration_micros` is its kernel time under that model (rounded up to a whole µs), which
-//! ASTRA-sim replays when its roofline is off. (Its roofline divides `num_ops` by `tensor_size`,
-//! so a memory-bound kernel, which has no FLOPs, gets no time from it: run such traces with the
-//! roofline off, as traces converted from PyTorch need too.)
+//! ASTRA-sim replays when its roofline is off. With its roofline on, ASTRA-sim times a kernel as
+//! `num_ops / min(peak, bandwidth × num_ops / tensor_size)` (`Workload::issue_comp`), which is
+//! 0/0 for a kernel with bytes and no FLOPs (a norm, an activation): such a kernel is written
+//! with `num_ops` 1, whose roofline time is its bytes over the memory bandwidth, as a
+//! memory-bound kernel's is. The FLOPs themselves are kept in `fabricsim_flops`, which
+//! fabricsim reads back before `num_ops`. Each attribute has the type ASTRA-sim's feeder reads
+//! it as (`et_feeder_node.cpp`): `num_ops`, `comm_type` and `comm_size` 64-bit signed,
+//! `tensor_size` 64-bit unsigned, `comm_src`, `comm_dst` and `comm_tag` 32-bit signed; a value
+//! of another type reads as 0 there.
 
 use std::path::{Path, PathBuf};
 
@@ -52,6 +58,18 @@ fn pg_name(g: u32) -> String {
     (g + 1).to_string()
 }
 
+/// `num_ops` as ASTRA-sim's roofline needs it: the FLOPs, or 1 for a kernel with bytes and
+/// fewer than one FLOP, whose roofline time is then its bytes over the memory bandwidth (0/0
+/// otherwise). A kernel with neither is skipped by ASTRA-sim unless it has a duration.
+pub fn roofline_ops(flops: f64, bytes: f64) -> i64 {
+    let ops = flops.round() as i64;
+    if ops == 0 && bytes >= 1.0 {
+        1
+    } else {
+        ops
+    }
+}
+
 /// Rank `rank`'s trace; with `model`, compute nodes carry their kernel time as
 /// `duration_micros`.
 pub fn rank_trace(w: &Workload, rank: u32, model: Option<&ComputeModel>) -> RankTrace {
@@ -63,8 +81,15 @@ pub fn rank_trace(w: &Workload, rank: u32, model: Option<&ComputeModel>) -> Rank
         let ty = match op.kind {
             OpKind::Compute(c) => {
                 attrs.push(attr("is_cpu_op", Value::BoolVal(false)));
-                attrs.push(attr("num_ops", Value::Int64Val(c.flops.round() as i64)));
-                attrs.push(attr("tensor_size", Value::Int64Val(c.bytes.round() as i64)));
+                attrs.push(attr(
+                    "num_ops",
+                    Value::Int64Val(roofline_ops(c.flops, c.bytes)),
+                ));
+                attrs.push(attr("fabricsim_flops", Value::DoubleVal(c.flops)));
+                attrs.push(attr(
+                    "tensor_size",
+                    Value::Uint64Val(c.bytes.round() as u64),
+                ));
                 attrs.push(attr(
                     "fabricsim_class",
                     Value::StringVal(c.class.name().into()),
@@ -81,7 +106,7 @@ pub fn rank_trace(w: &Workload, rank: u32, model: Option<&ComputeModel>) -> Rank
                 NodeType::CompNode
             }
             OpKind::Memory { bytes, store } => {
-                attrs.push(attr("tensor_size", Value::Int64Val(bytes as i64)));
+                attrs.push(attr("tensor_size", Value::Uint64Val(bytes)));
                 if store {
                     NodeType::MemStoreNode
                 } else {
@@ -116,7 +141,12 @@ pub fn rank_trace(w: &Workload, rank: u32, model: Option<&ComputeModel>) -> Rank
                 attrs.push(attr("comm_src", Value::Int32Val(src)));
                 attrs.push(attr("comm_dst", Value::Int32Val(dst)));
                 attrs.push(attr("comm_size", Value::Int64Val(bytes as i64)));
-                attrs.push(attr("comm_tag", Value::Int64Val(tag as i64)));
+                // ASTRA-sim reads a 32-bit tag; a larger one is kept whole for fabricsim.
+                let tag = match i32::try_from(tag) {
+                    Ok(t) => Value::Int32Val(t),
+                    Err(_) => Value::Int64Val(tag as i64),
+                };
+                attrs.push(attr("comm_tag", tag));
                 if send {
                     NodeType::CommSendNode
                 } else {

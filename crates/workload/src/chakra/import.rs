@@ -271,7 +271,12 @@ impl<'a> Importer<'a> {
                     OpKind::Nop
                 }
                 NodeType::CompNode => {
-                    let flops = attrs.f64("num_ops").unwrap_or(0.0).max(0.0);
+                    // fabricsim's own export keeps the FLOPs apart from ASTRA-sim's `num_ops`.
+                    let flops = attrs
+                        .f64("fabricsim_flops")
+                        .or_else(|| attrs.f64("num_ops"))
+                        .unwrap_or(0.0)
+                        .max(0.0);
                     let bytes = attrs.f64("tensor_size").unwrap_or(0.0).max(0.0);
                     let class = match attrs.str("fabricsim_class") {
                         Some("gemm") => OpClass::Gemm,
