@@ -120,6 +120,11 @@ pub fn link_loads(
 }
 
 /// The links on some equal-cost path of some pair.
+///
+/// With every link up, the equal-cost paths between two GPUs that each reach the fabric one way
+/// are their access links and the paths between their switches: pairs whose switches were
+/// already spread add only their access links (a ring over thousands of GPUs crosses a few
+/// hundred pairs of racks).
 pub fn links_in_scope(
     topo: &Topology,
     state: &LinkState,
@@ -127,7 +132,20 @@ pub fn links_in_scope(
 ) -> Result<Vec<bool>, RouteError> {
     let mut spray = Router::new(topo, Policy::Spray, crate::hash::HashConfig::default());
     let mut scope = vec![false; topo.link_count()];
+    let mut spread_between = std::collections::BTreeSet::new();
     for &(src, dst) in pairs {
+        let access = |g| spray.paths().single_homed_access(g);
+        let across_hosts = topo.host_of(src) != topo.host_of(dst);
+        if let (true, Some((a_nic, a_port, a_sw)), Some((b_nic, b_port, b_sw))) =
+            (state.all_up() && across_hosts, access(src), access(dst))
+        {
+            if !spread_between.insert((a_sw, b_sw)) {
+                for l in [a_nic, a_port, b_port.reverse(), b_nic.reverse()] {
+                    scope[l.index()] = true;
+                }
+                continue;
+            }
+        }
         for (l, _) in spray
             .route(state, &FlowKey::connection(src, dst, 0, 0))?
             .incidence()

@@ -268,6 +268,11 @@ impl<'t> Router<'t> {
         }
     }
 
+    /// The equal-cost path machinery the router walks.
+    pub fn paths(&self) -> &PathFinder<'t> {
+        &self.paths
+    }
+
     pub fn topology(&self) -> &'t Topology {
         self.paths.topology()
     }

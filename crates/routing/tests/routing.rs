@@ -614,3 +614,41 @@ fn nic_port_mappings_spread_connections_as_their_rules_say_and_fail_over() {
         );
     }
 }
+
+#[test]
+fn the_scope_of_many_pairs_is_the_union_of_their_spreads() {
+    // links_in_scope spreads one pair per pair of switches and adds the others' access links;
+    // the union of every pair's own spread must come out.
+    use fabricsim_routing::balance::links_in_scope;
+    for (preset, settings) in [
+        ("meta-cluster", vec![("zones", "2"), ("racks", "4")]),
+        ("hpn", vec![("segments", "2"), ("hosts_per_segment", "4")]),
+        ("fat-tree", vec![("k", "4")]),
+    ] {
+        let topo = build(preset, &settings);
+        let state = LinkState::new(&topo);
+        let gpus = topo.gpus();
+        let n = gpus.len();
+        // Every GPU to a few others, across and within hosts and racks.
+        let pairs: Vec<(NodeId, NodeId)> = (0..n)
+            .flat_map(|i| [1, 7, n / 2 + 3].map(|d| (gpus[i], gpus[(i + d) % n])))
+            .filter(|(a, b)| a != b)
+            .collect();
+        let mut spray = Router::new(&topo, Policy::Spray, HashConfig::default());
+        let mut union = vec![false; topo.link_count()];
+        for &(a, b) in &pairs {
+            for (l, _) in spray
+                .route(&state, &FlowKey::connection(a, b, 0, 0))
+                .unwrap()
+                .incidence()
+            {
+                union[l.index()] = true;
+            }
+        }
+        assert_eq!(
+            links_in_scope(&topo, &state, &pairs).unwrap(),
+            union,
+            "{preset}"
+        );
+    }
+}

@@ -91,6 +91,15 @@ impl<'t> PathFinder<'t> {
         self.topo
     }
 
+    /// For a GPU with a single way onto the fabric, that way: its link to its NIC, the NIC's
+    /// link to its switch, and the switch (the way off the fabric to it is the same two links
+    /// reversed). `None` for a GPU with several NICs or ports, or a node that is not a GPU.
+    pub fn single_homed_access(&self, gpu: NodeId) -> Option<(LinkId, LinkId, NodeId)> {
+        let e = &self.ends[gpu.index()];
+        e.single_homed()
+            .then(|| (e.to_nic, e.port, self.topo.link(e.port).dst))
+    }
+
     /// The position of `gpu` among the fabric's GPUs (what destination-mod-k pinning uses).
     pub fn gpu_ordinal(&self, gpu: NodeId) -> u32 {
         self.ends[gpu.index()].ordinal
