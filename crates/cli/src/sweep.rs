@@ -24,13 +24,25 @@ pub struct SweepArgs {
     /// job (docs/outputs.md#html-report---report-filehtml).
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
+    /// Run only shard K of N (`K/N`, K from 0): the runs whose index in the plan's order is K
+    /// modulo N. The N shards' rows together are the whole table (docs/python.md#ray).
+    #[arg(long, value_name = "K/N")]
+    shard: Option<String>,
 }
 
 pub fn run(args: SweepArgs) -> CmdResult {
     let plan = Plan::read(&args.plan).map_err(|e| input(anyhow!(e)))?;
-    let runs = plan.points().len() as u64 * u64::from(plan.seeds);
+    let shard = match &args.shard {
+        None => (0, 1),
+        Some(text) => parse_shard(text).ok_or_else(|| {
+            crate::bench::bad("shard", text, "K/N with N at least 1 and K below N, as 0/4")
+        })?,
+    };
+    let runs = plan.run_count().div_ceil(shard.1) as u64;
     let bar = crate::progress::bar(runs, "runs");
-    let rows = plan.run(&|| bar.inc(1)).map_err(|e| input(anyhow!(e)))?;
+    let rows = plan
+        .run_shard(shard, &|| bar.inc(1))
+        .map_err(|e| input(anyhow!(e)))?;
     bar.finish_and_clear();
     if let Some(path) = &args.report {
         let mut params = vec![
@@ -51,6 +63,13 @@ pub fn run(args: SweepArgs) -> CmdResult {
         csv(&plan, &rows).map_err(other)?
     };
     write_output(args.output.as_deref(), |w| w.write_all(text.as_bytes())).map_err(other)
+}
+
+/// `K/N` with `K < N`.
+fn parse_shard(text: &str) -> Option<(usize, usize)> {
+    let (k, n) = text.split_once('/')?;
+    let (k, n) = (k.trim().parse().ok()?, n.trim().parse().ok()?);
+    (k < n).then_some((k, n))
 }
 
 fn csv(plan: &Plan, rows: &[SweepRow]) -> anyhow::Result<String> {

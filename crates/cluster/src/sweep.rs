@@ -147,6 +147,22 @@ impl Plan {
 
     /// Runs every point over every seed; `progress` is called as each run finishes.
     pub fn run(&self, progress: Progress<'_>) -> Result<Vec<SweepRow>, String> {
+        self.run_shard((0, 1), progress)
+    }
+
+    /// How many runs the plan makes: points times seeds.
+    pub fn run_count(&self) -> usize {
+        self.points().len() * self.seeds as usize
+    }
+
+    /// Runs shard `k` of `n`: the runs whose index in the plan's order (points, then seeds)
+    /// is `k` modulo `n`, in that order. The shards of a plan together make its whole table,
+    /// so they can run on different machines (the Python package's `sweep(ray=True)`).
+    pub fn run_shard(
+        &self,
+        (k, n): (usize, usize),
+        progress: Progress<'_>,
+    ) -> Result<Vec<SweepRow>, String> {
         let (text, file) = match &self.scenario {
             Some(p) => (
                 std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?,
@@ -157,7 +173,10 @@ impl Plan {
         let runs: Vec<(Vec<Value>, u32)> = self
             .points()
             .into_iter()
-            .flat_map(|p| (0..self.seeds).map(move |k| (p.clone(), k)))
+            .flat_map(|p| (0..self.seeds).map(move |s| (p.clone(), s)))
+            .enumerate()
+            .filter(|(i, _)| n > 0 && i % n == k)
+            .map(|(_, run)| run)
             .collect();
         let results: Vec<Result<Vec<SweepRow>, String>> = runs
             .par_iter()

@@ -1,0 +1,9 @@
+"""The extension module: the fabricsim command line, run in process (crates/python/src/lib.rs)."""
+
+__version__: str
+
+def main(argv: list[str]) -> tuple[int, str, str]:
+    """Runs ``fabricsim ARGV...``: (exit status, what it printed, the error message or "")."""
+
+def toml_from_json(json: str) -> str:
+    """A JSON document as TOML (a scenario given as a dict)."""
