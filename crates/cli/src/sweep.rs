@@ -40,9 +40,12 @@ pub fn run(args: SweepArgs) -> CmdResult {
     };
     let runs = plan.run_count().div_ceil(shard.1) as u64;
     let bar = crate::progress::bar(runs, "runs");
-    let rows = plan
-        .run_shard(shard, &|| bar.inc(1))
-        .map_err(|e| input(anyhow!(e)))?;
+    let rows = if shard == (0, 1) {
+        plan.run(&|| bar.inc(1))
+    } else {
+        plan.run_shard(shard, &|| bar.inc(1))
+    }
+    .map_err(|e| input(anyhow!(e)))?;
     bar.finish_and_clear();
     if let Some(path) = &args.report {
         let mut params = vec![
@@ -72,12 +75,37 @@ fn parse_shard(text: &str) -> Option<(usize, usize)> {
     (k < n).then_some((k, n))
 }
 
+/// The columns a design search adds (`pareto` empty for a shard: the front needs every point).
+const DESIGN_COLUMNS: [&str; 6] = [
+    "switches",
+    "switch_ports",
+    "switch_cables",
+    "nic_cables",
+    "cost",
+    "pareto",
+];
+
+fn design_cells(r: &SweepRow) -> [serde_json::Value; 6] {
+    let inv = r.inventory.unwrap_or_default();
+    [
+        inv.switches.into(),
+        inv.switch_ports.into(),
+        inv.switch_cables.into(),
+        inv.nic_cables.into(),
+        r.cost.map_or(serde_json::Value::Null, Into::into),
+        r.pareto.map_or(serde_json::Value::Null, Into::into),
+    ]
+}
+
 fn csv(plan: &Plan, rows: &[SweepRow]) -> anyhow::Result<String> {
     let mut out = csv::Writer::from_writer(Vec::new());
     let mut header: Vec<String> = plan.vary.iter().map(|(k, _)| k.clone()).collect();
     header.extend(["seed".to_string(), "job".to_string()]);
     header.extend(plan.metrics.iter().cloned());
     header.push("error".into());
+    if plan.design.is_some() {
+        header.extend(DESIGN_COLUMNS.map(String::from));
+    }
     out.write_record(&header)?;
     for r in rows {
         let mut rec: Vec<String> = r.point.iter().map(cell).collect();
@@ -88,6 +116,12 @@ fn csv(plan: &Plan, rows: &[SweepRow]) -> anyhow::Result<String> {
                 .map(|m| m.map_or(String::new(), |x| x.to_string())),
         );
         rec.push(r.error.clone().unwrap_or_default());
+        if plan.design.is_some() {
+            rec.extend(design_cells(r).map(|v| match v {
+                serde_json::Value::Null => String::new(),
+                v => v.to_string(),
+            }));
+        }
         out.write_record(&rec)?;
     }
     Ok(String::from_utf8(out.into_inner()?)?)
@@ -111,6 +145,11 @@ fn json(plan: &Plan, rows: &[SweepRow]) -> String {
                 "error".into(),
                 r.error.clone().map_or(serde_json::Value::Null, Into::into),
             );
+            if plan.design.is_some() {
+                for (k, v) in DESIGN_COLUMNS.iter().zip(design_cells(r)) {
+                    o.insert(k.to_string(), v);
+                }
+            }
             serde_json::Value::Object(o)
         })
         .collect();

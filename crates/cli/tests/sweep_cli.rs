@@ -126,3 +126,71 @@ fn a_sweep_writes_a_report_with_a_chart_per_metric() {
         html.contains("iteration_ms, median over seeds") && html.contains("mfu, median over seeds")
     );
 }
+
+#[test]
+fn a_design_search_prices_each_fabric_and_marks_the_pareto_front() {
+    // Racks with 1:1 or doubled uplinks, under ECMP or spraying: more ports cost more.
+    let dir = tempfile::tempdir().unwrap();
+    let plan = dir.path().join("plan.toml");
+    let scenario = format!(
+        "{}/../../scenarios/design-2zones.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    std::fs::write(
+        &plan,
+        format!(
+            "scenario = \"{scenario}\"\nmetrics = [\"iteration_ms\"]\n[vary]\n\
+             \"fabric.set\" = [[\"zones=2\", \"racks=8\"], [\"zones=2\", \"racks=8\", \"uplinks=2x\"]]\n\
+             \"routing.policy\" = [\"ecmp\", \"spray\"]\n\
+             [design]\nobjective = \"iteration_ms\"\n[design.prices]\nswitch_port = 2.0\ncable = 1.0\n"
+        ),
+    )
+    .unwrap();
+    let o = fabricsim(&["sweep", plan.to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(rows.len(), 4);
+    let f = |r: &serde_json::Value, k: &str| r[k].as_f64().unwrap();
+    for r in &rows {
+        // The prices applied to the inventory: 2 per port, 1 per cable.
+        let cables = f(r, "switch_cables") + f(r, "nic_cables");
+        assert_eq!(f(r, "cost"), 2.0 * f(r, "switch_ports") + cables);
+        assert_eq!(
+            f(r, "switch_ports"),
+            2.0 * f(r, "switch_cables") + f(r, "nic_cables")
+        );
+    }
+    assert!(
+        f(&rows[2], "cost") > f(&rows[0], "cost"),
+        "doubled uplinks cost more"
+    );
+    // The front: exactly the rows no other row beats on both cost and time.
+    for r in &rows {
+        let dominated = rows.iter().any(|o| {
+            f(o, "cost") <= f(r, "cost")
+                && f(o, "iteration_ms") <= f(r, "iteration_ms")
+                && (f(o, "cost") < f(r, "cost") || f(o, "iteration_ms") < f(r, "iteration_ms"))
+        });
+        assert_eq!(r["pareto"].as_bool(), Some(!dominated), "{r}");
+    }
+    assert!(rows.iter().any(|r| r["pareto"] == true));
+    // A shard cannot know the front.
+    let shard = fabricsim(&["sweep", plan.to_str().unwrap(), "--json", "--shard", "0/2"]);
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(&shard.stdout).unwrap();
+    assert!(rows
+        .iter()
+        .all(|r| r["pareto"].is_null() && r["cost"].is_f64()));
+
+    // An objective that is not a metric is refused, naming the key.
+    let bad = std::fs::read_to_string(&plan)
+        .unwrap()
+        .replace("objective = \"iteration_ms\"", "objective = \"mfu\"");
+    std::fs::write(&plan, bad).unwrap();
+    let o = fabricsim(&["sweep", plan.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("design.objective = \"mfu\""),
+        "{}",
+        stderr(&o)
+    );
+}

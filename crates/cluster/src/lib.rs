@@ -17,6 +17,7 @@
 pub mod buffer;
 pub mod control;
 pub mod demand;
+pub mod design;
 pub mod job;
 pub mod maintenance;
 pub mod orchestrator;

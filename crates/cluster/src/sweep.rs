@@ -15,10 +15,12 @@
 //!
 //! Keys vary in the order the table sorts them (alphabetical), the last fastest. The runs are
 //! independent and run in parallel (rayon); the rows come back in point order, so the table is
-//! the same for any number of threads.
+//! the same for any number of threads. A `[design]` table makes it a design search
+//! ([`crate::design`]).
 
 use std::path::{Path, PathBuf};
 
+use fabricsim_topology::inventory::{inventory, Inventory};
 use rayon::prelude::*;
 use serde::Deserialize;
 use toml::Value;
@@ -41,6 +43,7 @@ struct PlanFile {
     seeds: u32,
     metrics: Vec<String>,
     vary: toml::Table,
+    design: Option<crate::design::DesignFile>,
 }
 
 fn one() -> u32 {
@@ -56,6 +59,9 @@ pub struct Plan {
     pub metrics: Vec<String>,
     /// Each key with its values.
     pub vary: Vec<(String, Vec<Value>)>,
+    /// A design search: each point's fabric priced, and the Pareto front of cost against a
+    /// metric ([`crate::design`]).
+    pub design: Option<crate::design::Design>,
 }
 
 /// A point's value as a table cell: strings bare, the rest as TOML writes them.
@@ -76,6 +82,12 @@ pub struct SweepRow {
     pub metrics: Vec<Option<f64>>,
     /// Why the run failed, if it did.
     pub error: Option<String>,
+    /// With a design search: what the point's fabric is built from, and its cost.
+    pub inventory: Option<Inventory>,
+    pub cost: Option<f64>,
+    /// With a design search over the whole plan (not a shard): whether the point is on the
+    /// job's Pareto front of cost against the objective (its median over seeds).
+    pub pareto: Option<bool>,
 }
 
 impl Plan {
@@ -119,11 +131,16 @@ impl Plan {
                 p
             }
         });
+        let design = match raw.design {
+            Some(d) => Some(d.check(&raw.metrics).map_err(at)?),
+            None => None,
+        };
         Ok(Plan {
             scenario,
             seeds: raw.seeds,
             metrics: raw.metrics,
             vary,
+            design,
         })
     }
 
@@ -147,7 +164,11 @@ impl Plan {
 
     /// Runs every point over every seed; `progress` is called as each run finishes.
     pub fn run(&self, progress: Progress<'_>) -> Result<Vec<SweepRow>, String> {
-        self.run_shard((0, 1), progress)
+        let mut rows = self.run_shard((0, 1), progress)?;
+        if let Some(d) = &self.design {
+            crate::design::mark_fronts(d, &self.metrics, &mut rows);
+        }
+        Ok(rows)
     }
 
     /// How many runs the plan makes: points times seeds.
@@ -232,6 +253,12 @@ impl Plan {
             .fabric
             .load()
             .map_err(|e| format!("point {}: {e}", name(point)))?;
+        let inventory = self.design.as_ref().map(|_| inventory(&topo));
+        let cost = self
+            .design
+            .as_ref()
+            .zip(inventory.as_ref())
+            .map(|(d, inv)| d.prices.cost(inv));
         let row = |job: String, report: Option<&crate::JobReport>, error: Option<String>| {
             let json = report.map(|r| serde_json::to_value(r).expect("a report serializes"));
             SweepRow {
@@ -248,6 +275,9 @@ impl Plan {
                     })
                     .collect(),
                 error,
+                inventory,
+                cost,
+                pareto: None,
             }
         };
         Ok(

@@ -37,6 +37,7 @@ pub mod builder;
 pub mod figures;
 pub mod format;
 pub mod ids;
+pub mod inventory;
 pub mod model;
 pub mod outfile;
 pub mod presets;
