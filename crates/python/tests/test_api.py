@@ -144,3 +144,18 @@ def test_a_sweep_on_ray_is_the_local_sweep():
         ray.shutdown()
     assert on_ray.data == local.data
     assert on_ray.records() == local.records()
+
+
+def test_a_design_search_on_ray_marks_the_same_front():
+    try:
+        import ray
+    except ImportError:
+        pytest.skip("Ray is not installed (pip install ray): the Ray sweep is not tested here")
+    plan = ROOT / "examples" / "design.toml"
+    local = fabricsim.sweep(plan)
+    try:
+        on_ray = fabricsim.sweep(plan, ray=True, shards=3)
+    finally:
+        ray.shutdown()
+    assert on_ray.records() == local.records()
+    assert any(r["pareto"] for r in local.records())

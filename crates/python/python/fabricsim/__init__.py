@@ -224,9 +224,45 @@ def sweep(
     import tomllib
 
     with open(path, "rb") as f:
-        vary = sorted(tomllib.load(f).get("vary", {}).items())
+        spec = tomllib.load(f)
+    vary = sorted(spec.get("vary", {}).items())
     rows.sort(key=lambda r: (tuple(values.index(r[key]) for key, values in vary), r["seed"]))
+    if "design" in spec:
+        _mark_fronts(rows, [k for k, _ in vary], spec["design"])
     return Result("sweep", rows, [_flat(r) for r in rows])
+
+
+def _mark_fronts(rows: list[dict], keys: list[str], design: Mapping[str, Any]) -> None:
+    """A design search's `pareto`, which a shard cannot know, over the gathered rows: per job,
+    the points that no other point beats on cost and the objective's median over seeds, as
+    `fabricsim sweep` marks them (crates/cluster/src/design.rs)."""
+    import statistics
+
+    objective, maximize = design["objective"], design.get("goal", "min") == "max"
+    for job in dict.fromkeys(r["job"] for r in rows):
+        points: dict[tuple, tuple[float, list[float]]] = {}
+        for r in rows:
+            if r["job"] == job:
+                key = tuple(json.dumps(r[k]) for k in keys)
+                cost, values = points.setdefault(key, (r["cost"], []))
+                if r[objective] is not None:
+                    values.append(r[objective])
+        summary = {k: (c, statistics.median(v) if v else None) for k, (c, v) in points.items()}
+
+        def better(a: float, b: float) -> bool:
+            return a > b if maximize else a < b
+
+        def on_front(cost: float, obj: float | None) -> bool:
+            if obj is None:
+                return False
+            return not any(
+                o is not None and c <= cost and not better(obj, o) and (c < cost or better(o, obj))
+                for c, o in summary.values()
+            )
+
+        for r in rows:
+            if r["job"] == job:
+                r["pareto"] = on_front(*summary[tuple(json.dumps(r[k]) for k in keys)])
 
 
 def _flat(row: Any, prefix: str = "") -> dict[str, Any]:
