@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use anyhow::anyhow;
 use clap::Args;
-use fabricsim_timeline::{scheduler, Outcome, Plan};
+use fabricsim_timeline::{Outcome, Plan};
 
 use crate::failure::{input, other, CmdResult};
 use crate::output::write_output;
@@ -18,7 +18,7 @@ pub struct ClusterArgs {
     /// The plan: a scenario file whose jobs are the workloads, with a [cluster] table.
     plan: PathBuf,
     /// The placement policy, instead of the plan's.
-    #[arg(long, value_parser = crate::choices::schedulers(), ignore_case = true)]
+    #[arg(long, value_parser = crate::choices::schedulers())]
     scheduler: Option<String>,
     /// Whole hosts each zone keeps for restarts, instead of the plan's.
     #[arg(long)]
@@ -45,13 +45,8 @@ pub struct ClusterArgs {
 
 pub fn run(args: ClusterArgs) -> CmdResult {
     let mut plan = Plan::load(&args.plan).map_err(input)?;
+    // The argument parser took only the schedulers' names (crate::choices::schedulers).
     if let Some(s) = &args.scheduler {
-        if !scheduler::NAMES.contains(&s.as_str()) {
-            return Err(input(anyhow!(
-                "--scheduler {s}: expected one of {}",
-                scheduler::NAMES.join(", ")
-            )));
-        }
         plan.scheduler = s.clone();
     }
     if let Some(n) = args.spares {

@@ -38,7 +38,7 @@ pub enum RouteCommand {
         #[command(flatten)]
         routing: RoutingArgs,
         /// The traffic pattern.
-        #[arg(long, default_value = "permutation", value_parser = crate::choices::patterns(), ignore_case = true)]
+        #[arg(long, default_value = "permutation", value_parser = crate::choices::patterns())]
         pattern: String,
         /// QPs per connection (each routed on its own key; only eecmp tells them apart).
         #[arg(long, default_value_t = 1)]

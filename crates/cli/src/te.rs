@@ -41,7 +41,7 @@ pub struct SolveArgs {
     #[arg(long, value_name = "COLLECTIVE", conflicts_with = "pattern", value_parser = crate::choices::collectives(), ignore_case = true)]
     bench_like: Option<String>,
     /// Derive the demand from a traffic pattern.
-    #[arg(long, value_parser = crate::choices::patterns(), ignore_case = true)]
+    #[arg(long, value_parser = crate::choices::patterns())]
     pattern: Option<String>,
     /// GPUs of the bench-like collective or the pattern.
     #[arg(long, default_value_t = 128)]
@@ -59,7 +59,7 @@ pub struct SolveArgs {
     #[arg(long, default_value_t = 16)]
     channels: u32,
     /// TE solvers to run, comma-separated (`highs` needs a build with the `highs` feature).
-    #[arg(long, value_delimiter = ',', default_value = "cspf,mwu", value_parser = crate::choices::solvers(), ignore_case = true)]
+    #[arg(long, value_delimiter = ',', default_value = "cspf,mwu", value_parser = crate::choices::solvers())]
     solver: Vec<String>,
     /// QPs per connection of the E-ECMP column (Meta: 16 for LLM jobs).
     #[arg(long, default_value_t = 16)]

@@ -4,21 +4,22 @@ mod common;
 
 use common::{fabricsim, self_contained_report, stderr, stdout};
 
+/// 16 GPUs of an AI Zone, 1 MiB to 16 MiB.
+const SMALL: [&str; 9] = [
+    "bench",
+    "--preset",
+    "meta-ai-zone",
+    "--gpus",
+    "16",
+    "-b",
+    "1M",
+    "-e",
+    "16M",
+];
+
 #[test]
 fn bench_prints_nccl_tests_columns_for_each_size() {
-    let out = fabricsim(&[
-        "bench",
-        "--preset",
-        "meta-ai-zone",
-        "--gpus",
-        "16",
-        "-b",
-        "1M",
-        "-e",
-        "16M",
-        "-f",
-        "4",
-    ]);
+    let out = fabricsim(&[&SMALL[..], &["-f", "4"]].concat());
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(
@@ -48,18 +49,7 @@ fn bench_prints_nccl_tests_columns_for_each_size() {
     assert!(text.contains("# *: chosen by NCCL's cost model"), "{text}");
 
     // --wide: the same fields first, then what ran, the busiest tier and its utilization.
-    let wide = fabricsim(&[
-        "bench",
-        "--preset",
-        "meta-ai-zone",
-        "--gpus",
-        "16",
-        "-b",
-        "1M",
-        "-e",
-        "16M",
-        "--wide",
-    ]);
+    let wide = fabricsim(&[&SMALL[..], &["--wide"]].concat());
     let wide = stdout(&wide);
     let wide_rows: Vec<&str> = wide.lines().filter(|l| !l.starts_with('#')).collect();
     for (narrow, row) in rows.iter().zip(&wide_rows) {

@@ -32,10 +32,18 @@ fn toml_from_json(json: &str) -> PyResult<String> {
     toml::to_string(&value).map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
+/// Which of `points` (cost, objective or None) are on the Pareto front, by the rule of
+/// `fabricsim sweep` (`fabricsim_cluster::design::pareto`).
+#[pyfunction]
+fn pareto(points: Vec<(f64, Option<f64>)>, maximize: bool) -> Vec<bool> {
+    fabricsim_cluster::design::pareto(&points, maximize)
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(main, m)?)?;
     m.add_function(wrap_pyfunction!(toml_from_json, m)?)?;
+    m.add_function(wrap_pyfunction!(pareto, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

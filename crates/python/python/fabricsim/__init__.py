@@ -234,35 +234,24 @@ def sweep(
 
 def _mark_fronts(rows: list[dict], keys: list[str], design: Mapping[str, Any]) -> None:
     """A design search's `pareto`, which a shard cannot know, over the gathered rows: per job,
-    the points that no other point beats on cost and the objective's median over seeds, as
-    `fabricsim sweep` marks them (crates/cluster/src/design.rs)."""
+    each point's cost and objective median over seeds, on the front by `fabricsim sweep`'s own
+    rule (`_native.pareto`)."""
     import statistics
 
     objective, maximize = design["objective"], design.get("goal", "min") == "max"
     for job in dict.fromkeys(r["job"] for r in rows):
-        points: dict[tuple, tuple[float, list[float]]] = {}
+        points: dict[tuple, tuple[float, list[float], list[dict]]] = {}
         for r in rows:
             if r["job"] == job:
                 key = tuple(json.dumps(r[k]) for k in keys)
-                cost, values = points.setdefault(key, (r["cost"], []))
+                _, values, members = points.setdefault(key, (r["cost"], [], []))
+                members.append(r)
                 if r[objective] is not None:
                     values.append(r[objective])
-        summary = {k: (c, statistics.median(v) if v else None) for k, (c, v) in points.items()}
-
-        def better(a: float, b: float) -> bool:
-            return a > b if maximize else a < b
-
-        def on_front(cost: float, obj: float | None) -> bool:
-            if obj is None:
-                return False
-            return not any(
-                o is not None and c <= cost and not better(obj, o) and (c < cost or better(o, obj))
-                for c, o in summary.values()
-            )
-
-        for r in rows:
-            if r["job"] == job:
-                r["pareto"] = on_front(*summary[tuple(json.dumps(r[k]) for k in keys)])
+        summary = [(c, statistics.median(v) if v else None) for c, v, _ in points.values()]
+        for (_, _, members), on in zip(points.values(), _native.pareto(summary, maximize)):
+            for r in members:
+                r["pareto"] = on
 
 
 def _flat(row: Any, prefix: str = "") -> dict[str, Any]:
