@@ -401,8 +401,7 @@ pub fn run_size(
 /// in pair order. A PXN transfer leaves from its proxy's GPU; NVLS stays inside the host.
 pub fn network_traffic(ranks: &Ranks, sched: &Schedule) -> Vec<(NodeId, NodeId, u64)> {
     let mut rows: Vec<(NodeId, NodeId, u64)> = sched
-        .transfers
-        .iter()
+        .transfers()
         .filter_map(|t| {
             let from = match t.path {
                 Path::Direct => t.src,

@@ -95,14 +95,10 @@ const SUBMIT: u8 = 0;
 const ARRIVE: u8 = 1;
 const GROUP_DONE: u8 = 2;
 
-/// Per-transfer bookkeeping of step fidelity.
+/// Per-transfer bookkeeping of step fidelity (what a transfer releases is the schedule's).
 struct Steps {
     /// Dependencies (data, and the previous transfer on the connection) not yet met.
     waiting: Vec<u32>,
-    next_on_conn: Vec<u32>,
-    /// CSR: transfers released by a transfer's arrival.
-    offsets: Vec<u32>,
-    dependents: Vec<u32>,
     /// Per transfer in flight, its flows not yet drained.
     flows_left: FxHashMap<u32, u32>,
     /// Round-robin: each transfer's turn on its connection.
@@ -162,7 +158,7 @@ impl Execution {
             Fidelity::Pipelined => State::Groups(Groups::new(&sched)),
         };
         let n = match &state {
-            State::Steps(_) => sched.transfers.len(),
+            State::Steps(_) => sched.len(),
             State::Groups(_) => sched.groups.len(),
         };
         let mut x = Execution {
@@ -214,7 +210,7 @@ impl Execution {
     /// Whether every transfer (group) has run.
     pub fn is_done(&self) -> bool {
         match &self.state {
-            State::Steps(s) => s.ran == self.sched.transfers.len(),
+            State::Steps(s) => s.ran == self.sched.len(),
             State::Groups(g) => g.finished == self.sched.groups.len(),
         }
     }
@@ -222,7 +218,7 @@ impl Execution {
     /// What the collective took, once done: from its start to the last byte arriving, NCCL's
     /// base latency included.
     pub fn outcome(&self) -> Outcome {
-        let base = if self.sched.transfers.is_empty() {
+        let base = if self.sched.is_empty() {
             0
         } else {
             self.costing.base_latency().0
@@ -236,10 +232,7 @@ impl Execution {
     /// The work that never ran, for a stall diagnosis: (left, total).
     pub fn left(&self) -> (usize, usize) {
         match &self.state {
-            State::Steps(s) => (
-                self.sched.transfers.len() - s.ran,
-                self.sched.transfers.len(),
-            ),
+            State::Steps(s) => (self.sched.len() - s.ran, self.sched.len()),
             State::Groups(g) => (
                 self.sched.groups.len() - g.finished,
                 self.sched.groups.len(),
@@ -253,7 +246,6 @@ impl Execution {
         self.end = self.end.max(at);
         match &mut self.state {
             State::Steps(s) => {
-                let t = owner as usize;
                 let left = s.flows_left.get_mut(&owner).expect("a transfer in flight");
                 *left -= 1;
                 if *left == 0 {
@@ -262,7 +254,7 @@ impl Execution {
                         self.released.push((owner, at));
                     }
                     // Drained: the connection may send its next transfer; bytes arrive later.
-                    let next = s.next_on_conn[t];
+                    let next = self.sched.next(owner);
                     if next != NONE {
                         s.waiting[next as usize] -= 1;
                         if s.waiting[next as usize] == 0 {
@@ -447,7 +439,7 @@ impl Execution {
         let State::Steps(s) = &self.state else {
             unreachable!("step submissions only in step fidelity")
         };
-        let tr = self.sched.transfers[t as usize];
+        let tr = self.sched.transfer(t);
         let wire = self.costing.wire(tr.bytes);
         let qps = self.qps_for(&tr);
         let parts: Vec<(u32, u64)> = match self.transport.qp_mode {
@@ -485,17 +477,11 @@ impl Execution {
             return;
         };
         s.ran += 1;
-        let (a, b) = (s.offsets[t as usize], s.offsets[t as usize + 1]);
-        let mut released = Vec::new();
-        for i in a..b {
-            let d = s.dependents[i as usize];
+        for &d in self.sched.dependents(t) {
             s.waiting[d as usize] -= 1;
             if s.waiting[d as usize] == 0 {
-                released.push(d);
+                self.queue.push(Reverse((at, SUBMIT, d)));
             }
-        }
-        for d in released {
-            self.ready(d, at);
         }
     }
 
@@ -511,13 +497,13 @@ impl Execution {
         let edges = g.members[i as usize].clone();
         let wire: Vec<u64> = edges
             .iter()
-            .map(|&t| self.costing.wire(self.sched.transfers[t as usize].bytes))
+            .map(|&t| self.costing.wire(self.sched.transfer(t).bytes))
             .collect();
         let most = wire.iter().copied().max().unwrap_or(0);
         let mut strands = Vec::new();
         let now = self.end;
         for (&t, &w) in edges.iter().zip(&wire) {
-            let tr = self.sched.transfers[t as usize];
+            let tr = self.sched.transfer(t);
             let qps = self.qps_for(&tr);
             let share = if most > 0 {
                 w as f64 / most as f64
@@ -531,7 +517,7 @@ impl Execution {
         }
         let hops: Vec<HopKind> = edges
             .iter()
-            .map(|&t| self.hop(&self.sched.transfers[t as usize]))
+            .map(|&t| self.hop(&self.sched.transfer(t)))
             .collect();
         let crosses = hops.contains(&HopKind::Network);
         let fill = self.costing.fill_time(
@@ -564,47 +550,30 @@ impl Execution {
 
 impl Steps {
     fn new(sched: &Schedule, qp_mode: QpMode) -> Steps {
-        let n = sched.transfers.len();
+        let n = sched.len();
         let mut waiting = vec![0u32; n];
-        let mut next_on_conn = vec![NONE; n];
-        let mut offsets = vec![0u32; n + 1];
         for t in 0..n as u32 {
-            for &d in sched.deps(t) {
-                offsets[d as usize + 1] += 1;
-            }
-        }
-        for i in 0..n {
-            offsets[i + 1] += offsets[i];
-        }
-        let mut fill = offsets.clone();
-        let mut dependents = vec![0u32; offsets[n] as usize];
-        for t in 0..n as u32 {
-            let tr = &sched.transfers[t as usize];
-            waiting[t as usize] = sched.deps(t).len() as u32 + u32::from(tr.prev != NONE);
-            if tr.prev != NONE {
-                next_on_conn[tr.prev as usize] = t;
-            }
-            for &d in sched.deps(t) {
-                dependents[fill[d as usize] as usize] = t;
-                fill[d as usize] += 1;
+            waiting[t as usize] += u32::from(sched.has_prev(t));
+            for &d in sched.dependents(t) {
+                waiting[d as usize] += 1;
             }
         }
         // Round-robin: each transfer's turn on its connection, in the order the connection
         // sends them (schedule order: a connection's transfers depend on each other in turn).
-        let mut turn = vec![0u32; n];
+        let mut turn = Vec::new();
         if qp_mode == QpMode::RoundRobin {
             let mut sent: BTreeMap<(u32, u32, u32), u32> = BTreeMap::new();
-            for (t, tr) in sched.transfers.iter().enumerate() {
-                let count = sent.entry((tr.src, tr.dst, tr.channel)).or_insert(0);
-                turn[t] = *count;
-                *count += 1;
-            }
+            turn = sched
+                .transfers()
+                .map(|tr| {
+                    let count = sent.entry((tr.src, tr.dst, tr.channel)).or_insert(0);
+                    *count += 1;
+                    *count - 1
+                })
+                .collect();
         }
         Steps {
             waiting,
-            next_on_conn,
-            offsets,
-            dependents,
             flows_left: FxHashMap::default(),
             turn,
             ran: 0,
@@ -616,7 +585,7 @@ impl Groups {
     fn new(sched: &Schedule) -> Groups {
         let g = sched.groups.len();
         let mut members: Vec<Vec<u32>> = vec![Vec::new(); g];
-        for (i, t) in sched.transfers.iter().enumerate() {
+        for (i, t) in sched.transfers().enumerate() {
             members[t.group as usize].push(i as u32);
         }
         let waiting: Vec<u32> = sched.groups.iter().map(|x| x.after.len() as u32).collect();

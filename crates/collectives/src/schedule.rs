@@ -36,13 +36,59 @@ pub struct Transfer {
     pub dst: u32,
     /// Payload bytes (the protocol's overhead is added when the transfer runs).
     pub bytes: u64,
+    /// The NCCL channel; every transfer of a group is on the group's channel.
     pub channel: u32,
     pub path: Path,
     pub group: u32,
     /// Whether this transfer opens an algorithm step (and pays the per-step latency).
     pub step_start: bool,
-    /// The previous transfer on the same connection, or [`NONE`].
-    pub prev: u32,
+}
+
+/// A transfer as the schedule holds it: 28 bytes, since a step-fidelity schedule holds
+/// millions (a 1,024-rank, 4-channel ring all-reduce, 8.4 million). The channel is its group's.
+#[derive(Clone, Copy, Debug)]
+struct Packed {
+    src: u32,
+    dst: u32,
+    /// `bytes` in two halves, so that the record needs no 8-byte alignment.
+    bytes: [u32; 2],
+    group: u32,
+    /// The next transfer on the same connection, or [`NONE`].
+    next: u32,
+    /// The path's kind, two flags and the proxy rank of a [`Path::Via`] ([`Packed::word`]).
+    word: u32,
+}
+
+const KIND_SHIFT: u32 = 30;
+const STEP_START: u32 = 1 << 29;
+const HAS_PREV: u32 = 1 << 28;
+const RANK_MASK: u32 = HAS_PREV - 1;
+
+impl Packed {
+    fn word(path: Path, step_start: bool, has_prev: bool) -> u32 {
+        let (kind, rank) = match path {
+            Path::Direct => (0, 0),
+            Path::Via(p) => {
+                assert!(p <= RANK_MASK, "proxy rank {p} beyond 2^28 ranks");
+                (1, p)
+            }
+            Path::NvlsUp => (2, 0),
+            Path::NvlsDown => (3, 0),
+        };
+        kind << KIND_SHIFT
+            | rank
+            | if step_start { STEP_START } else { 0 }
+            | if has_prev { HAS_PREV } else { 0 }
+    }
+
+    fn path(&self) -> Path {
+        match self.word >> KIND_SHIFT {
+            0 => Path::Direct,
+            1 => Path::Via(self.word & RANK_MASK),
+            2 => Path::NvlsUp,
+            _ => Path::NvlsDown,
+        }
+    }
 }
 
 /// A set of transfers that pipelined fidelity runs as one variable.
@@ -67,56 +113,163 @@ pub struct Group {
     pub after: Vec<u32>,
 }
 
-/// Transfers (with dependencies in CSR form) and groups.
+/// Transfers, their dependencies and groups.
+///
+/// Built by [`Schedule::push`] with each transfer's dependencies, then [`Schedule::finish`]ed,
+/// which turns them around into each transfer's *dependents*, the form an execution reads
+/// (what a transfer's arrival releases), so that only one of the two is ever held with the
+/// transfers.
 #[derive(Clone, Debug, Default)]
 pub struct Schedule {
-    pub transfers: Vec<Transfer>,
-    dep_offsets: Vec<u32>,
-    deps: Vec<u32>,
+    transfers: Vec<Packed>,
+    /// CSR over transfers: before [`Schedule::finish`], each one's dependencies; after, its
+    /// dependents.
+    offsets: Vec<u32>,
+    edges: Vec<u32>,
+    finished: bool,
     pub groups: Vec<Group>,
+    /// Per group, its channel (its first transfer's).
+    channels: Vec<u32>,
 }
 
 impl Schedule {
     pub fn new() -> Schedule {
         Schedule {
-            dep_offsets: vec![0],
+            offsets: vec![0],
             ..Schedule::default()
         }
     }
 
     pub fn add_group(&mut self, group: Group) -> u32 {
         self.groups.push(group);
+        self.channels.push(NONE);
         self.groups.len() as u32 - 1
     }
 
-    /// Adds `t`, which starts once every transfer in `deps` has arrived; returns its index.
-    pub fn push(&mut self, t: Transfer, deps: impl IntoIterator<Item = u32>) -> u32 {
+    /// Adds `t`, which starts once every transfer in `deps` has arrived and, unless `prev` is
+    /// [`NONE`], once `prev`, the previous transfer on its connection, has left its sender;
+    /// returns its index.
+    pub fn push(&mut self, t: Transfer, prev: u32, deps: impl IntoIterator<Item = u32>) -> u32 {
+        debug_assert!(
+            !self.finished,
+            "a finished schedule takes no more transfers"
+        );
         let id = self.transfers.len() as u32;
-        debug_assert!(t.prev == NONE || t.prev < id);
-        self.transfers.push(t);
+        let channel = &mut self.channels[t.group as usize];
+        debug_assert!(
+            *channel == NONE || *channel == t.channel,
+            "a group has one channel"
+        );
+        *channel = t.channel;
+        if prev != NONE {
+            debug_assert!(prev < id);
+            debug_assert_eq!(self.transfers[prev as usize].next, NONE);
+            self.transfers[prev as usize].next = id;
+        }
+        self.transfers.push(Packed {
+            src: t.src,
+            dst: t.dst,
+            bytes: [t.bytes as u32, (t.bytes >> 32) as u32],
+            group: t.group,
+            next: NONE,
+            word: Packed::word(t.path, t.step_start, prev != NONE),
+        });
         for d in deps {
             if d != NONE {
                 debug_assert!(d < id, "dependencies come first");
-                self.deps.push(d);
+                self.edges.push(d);
             }
         }
-        self.dep_offsets.push(self.deps.len() as u32);
+        self.offsets.push(self.edges.len() as u32);
         id
     }
 
-    pub fn deps(&self, t: u32) -> &[u32] {
-        let (a, b) = (
-            self.dep_offsets[t as usize] as usize,
-            self.dep_offsets[t as usize + 1] as usize,
+    /// Turns each transfer's dependencies into its dependents (a counting sort of the edges by
+    /// dependency, each list in transfer order), holding one extra offset table while it does.
+    pub fn finish(&mut self) {
+        if self.finished {
+            return;
+        }
+        let n = self.transfers.len();
+        // Each transfer's first dependent's place, then its cursor while the lists fill.
+        let mut offsets = vec![0u32; n + 1];
+        for &d in &self.edges {
+            offsets[d as usize + 1] += 1;
+        }
+        for i in 0..n {
+            offsets[i + 1] += offsets[i];
+        }
+        let mut dependents = vec![0u32; self.edges.len()];
+        for t in 0..n {
+            for e in self.offsets[t] as usize..self.offsets[t + 1] as usize {
+                let d = self.edges[e] as usize;
+                dependents[offsets[d] as usize] = t as u32;
+                offsets[d] += 1;
+            }
+        }
+        // Each cursor now stands at the next list's start.
+        offsets.copy_within(0..n, 1);
+        offsets[0] = 0;
+        self.offsets = offsets;
+        self.edges = dependents;
+        self.finished = true;
+    }
+
+    pub fn len(&self) -> usize {
+        self.transfers.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.transfers.is_empty()
+    }
+
+    /// Transfer `i`.
+    pub fn transfer(&self, i: u32) -> Transfer {
+        let p = &self.transfers[i as usize];
+        Transfer {
+            src: p.src,
+            dst: p.dst,
+            bytes: u64::from(p.bytes[0]) | u64::from(p.bytes[1]) << 32,
+            channel: self.channels[p.group as usize],
+            path: p.path(),
+            group: p.group,
+            step_start: p.word & STEP_START != 0,
+        }
+    }
+
+    /// Every transfer, in order.
+    pub fn transfers(&self) -> impl ExactSizeIterator<Item = Transfer> + '_ {
+        (0..self.transfers.len() as u32).map(|i| self.transfer(i))
+    }
+
+    /// Whether transfer `i` follows another on its connection.
+    pub fn has_prev(&self, i: u32) -> bool {
+        self.transfers[i as usize].word & HAS_PREV != 0
+    }
+
+    /// The transfer after `i` on its connection, or [`NONE`].
+    pub fn next(&self, i: u32) -> u32 {
+        self.transfers[i as usize].next
+    }
+
+    /// The transfers whose dependencies include `i` (once [`Schedule::finish`]ed).
+    pub fn dependents(&self, i: u32) -> &[u32] {
+        debug_assert!(
+            self.finished,
+            "dependents are known once the schedule is finished"
         );
-        &self.deps[a..b]
+        let (a, b) = (
+            self.offsets[i as usize] as usize,
+            self.offsets[i as usize + 1] as usize,
+        );
+        &self.edges[a..b]
     }
 
     /// Payload bytes each rank sends (NVLS: into its switch) and receives.
     pub fn volumes(&self, ranks: &Ranks) -> (Vec<u64>, Vec<u64>) {
         let mut sent = vec![0; ranks.len()];
         let mut received = vec![0; ranks.len()];
-        for t in &self.transfers {
+        for t in self.transfers() {
             match t.path {
                 Path::NvlsUp => sent[t.src as usize] += t.bytes,
                 Path::NvlsDown => received[t.dst as usize] += t.bytes,
@@ -141,4 +294,60 @@ pub fn split(total: u64, parts: u32) -> Vec<u64> {
 /// How many chunks of at most `chunk` bytes `bytes` makes (at least one).
 pub fn chunk_count(bytes: u64, chunk: u64) -> u32 {
     bytes.div_ceil(chunk.max(1)).clamp(1, u64::from(u32::MAX)) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn transfer(src: u32, dst: u32, bytes: u64, path: Path, group: u32) -> Transfer {
+        Transfer {
+            src,
+            dst,
+            bytes,
+            channel: 3,
+            path,
+            group,
+            step_start: src.is_multiple_of(2),
+        }
+    }
+
+    #[test]
+    fn a_transfer_is_held_in_28_bytes_and_read_back_whole() {
+        assert_eq!(std::mem::size_of::<Packed>(), 28);
+        let mut s = Schedule::new();
+        let g = s.add_group(Group::default());
+        let paths = [
+            Path::Direct,
+            Path::Via(RANK_MASK),
+            Path::NvlsUp,
+            Path::NvlsDown,
+        ];
+        let mut ids = Vec::new();
+        for (i, &path) in paths.iter().enumerate() {
+            let t = transfer(i as u32, 7, (5 << 40) + i as u64, path, g);
+            let prev = ids.last().copied().unwrap_or(NONE);
+            ids.push(s.push(t, prev, [NONE]));
+            assert_eq!(s.transfer(ids[i]), t);
+        }
+        assert!(!s.has_prev(ids[0]) && s.has_prev(ids[3]));
+        assert_eq!((s.next(ids[0]), s.next(ids[3])), (ids[1], NONE));
+    }
+
+    #[test]
+    fn finishing_turns_every_dependency_into_a_dependent() {
+        // Transfer t depends on every earlier transfer that divides it (1-based).
+        let mut s = Schedule::new();
+        let g = s.add_group(Group::default());
+        let n = 40u32;
+        let deps = |t: u32| (0..t).filter(move |&d| (t + 1).is_multiple_of(d + 1));
+        for t in 0..n {
+            s.push(transfer(t, t + 1, 1, Path::Direct, g), NONE, deps(t));
+        }
+        s.finish();
+        for d in 0..n {
+            let expected: Vec<u32> = (d + 1..n).filter(|&t| deps(t).any(|x| x == d)).collect();
+            assert_eq!(s.dependents(d), expected, "dependents of {d}");
+        }
+    }
 }

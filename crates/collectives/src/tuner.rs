@@ -119,7 +119,7 @@ impl Loads {
             })
             .collect();
         let nv = platform.nvlink_path.0;
-        for t in &sched.transfers {
+        for t in sched.transfers() {
             let gl = &mut groups[t.group as usize];
             let load = &mut ports[gl.phase];
             let b = t.bytes as f64;
@@ -209,7 +209,7 @@ impl Loads {
             );
             tail[gl.phase] = tail[gl.phase].max((latency.0 + fill.0) as f64);
         }
-        let base = if sched.transfers.is_empty() {
+        let base = if sched.is_empty() {
             0.0
         } else {
             costing.base_latency().0 as f64

@@ -115,7 +115,7 @@ fn all_gather_and_reduce_scatter_take_half_the_all_reduce_steps() {
     ] {
         let s = plan(&request(&r, op, Algorithm::Ring, size, Fidelity::Step)).unwrap();
         // One transfer per rank per step per channel.
-        assert_eq!(s.transfers.len(), steps * n * 8, "{op:?}");
+        assert_eq!(s.len(), steps * n * 8, "{op:?}");
     }
     // Halving-doubling: 2 log2 n exchange steps per channel; recursive doubling log2 n.
     let hd = plan(&request(

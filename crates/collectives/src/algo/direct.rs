@@ -79,8 +79,8 @@ fn pair(req: &Request<'_>, s: &mut Schedule, src: u32, dst: u32, bytes: u64, lan
                 path: path(req, src, dst),
                 group,
                 step_start: true,
-                prev: NONE,
             },
+            NONE,
             [NONE],
         );
     }
@@ -116,9 +116,8 @@ fn barrier(req: &Request<'_>, s: &mut Schedule) {
                 path: Path::Direct,
                 group,
                 step_start: true,
-                prev: NONE,
             };
-            next[j as usize] = (s.push(t, [prev]), group);
+            next[j as usize] = (s.push(t, NONE, [prev]), group);
         }
         received = next;
     }

@@ -114,9 +114,8 @@ fn run(s: &mut Schedule, n: u32, channel: u32, steps: &[Exchange<'_>]) {
                 path: Path::Direct,
                 group,
                 step_start: true,
-                prev: NONE,
             };
-            let id = s.push(t, [received[i as usize], sent[i as usize]]);
+            let id = s.push(t, NONE, [received[i as usize], sent[i as usize]]);
             got[p as usize] = id;
             out[i as usize] = id;
         }

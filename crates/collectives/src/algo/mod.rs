@@ -185,6 +185,7 @@ pub fn plan(req: &Request<'_>) -> Result<Schedule, PlanError> {
     }
     let mut s = Schedule::new();
     if n == 1 {
+        s.finish();
         return Ok(s);
     }
     match req.algorithm {
@@ -196,5 +197,6 @@ pub fn plan(req: &Request<'_>) -> Result<Schedule, PlanError> {
         Algorithm::Nvls => nvls::plan(req, &mut s)?,
         Algorithm::NvlsTree => nvls_tree::plan(req, &mut s)?,
     }
+    s.finish();
     Ok(s)
 }

@@ -47,7 +47,7 @@ pub(super) fn plan(req: &Request<'_>, s: &mut Schedule) -> Result<(), PlanError>
                     _ => unreachable!("checked by Algorithm::supports"),
                 }
             };
-            let t = |r: u32, bytes: u64, path: Path, prev: u32| Transfer {
+            let t = |r: u32, bytes: u64, path: Path| Transfer {
                 src: r,
                 dst: r,
                 bytes,
@@ -55,12 +55,12 @@ pub(super) fn plan(req: &Request<'_>, s: &mut Schedule) -> Result<(), PlanError>
                 path,
                 group,
                 step_start: j == 0,
-                prev,
             };
             let ups: Vec<u32> = (0..n)
                 .map(|r| {
                     let id = s.push(
-                        t(r, volume(r as usize).0, Path::NvlsUp, last_up[r as usize]),
+                        t(r, volume(r as usize).0, Path::NvlsUp),
+                        last_up[r as usize],
                         [NONE],
                     );
                     last_up[r as usize] = id;
@@ -69,12 +69,8 @@ pub(super) fn plan(req: &Request<'_>, s: &mut Schedule) -> Result<(), PlanError>
                 .collect();
             for r in 0..n {
                 let id = s.push(
-                    t(
-                        r,
-                        volume(r as usize).1,
-                        Path::NvlsDown,
-                        last_down[r as usize],
-                    ),
+                    t(r, volume(r as usize).1, Path::NvlsDown),
+                    last_down[r as usize],
                     ups.iter().copied(),
                 );
                 last_down[r as usize] = id;

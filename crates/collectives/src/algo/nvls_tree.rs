@@ -76,7 +76,7 @@ pub(super) fn plan(req: &Request<'_>, s: &mut Schedule) -> Result<(), PlanError>
         let (mut last_reduced, mut last_cast) = (vec![NONE; h], vec![NONE; h]);
         let (mut last_tree_up, mut last_tree_down) = (vec![NONE; h], vec![NONE; h]);
         for (j, &chunk) in chunks.iter().enumerate() {
-            let t = |src: u32, dst: u32, path: Path, prev: u32| Transfer {
+            let t = |src: u32, dst: u32, path: Path| Transfer {
                 src,
                 dst,
                 bytes: chunk,
@@ -84,7 +84,6 @@ pub(super) fn plan(req: &Request<'_>, s: &mut Schedule) -> Result<(), PlanError>
                 path,
                 group,
                 step_start: j == 0,
-                prev,
             };
             // Inside each host: every rank into the switch, the reduction out to the head.
             let mut reduced = vec![NONE; h];
@@ -92,13 +91,13 @@ pub(super) fn plan(req: &Request<'_>, s: &mut Schedule) -> Result<(), PlanError>
                 let ups: Vec<u32> = local
                     .iter()
                     .map(|&r| {
-                        let id = s.push(t(r, r, Path::NvlsUp, last_up[r as usize]), [NONE]);
+                        let id = s.push(t(r, r, Path::NvlsUp), last_up[r as usize], [NONE]);
                         last_up[r as usize] = id;
                         id
                     })
                     .collect();
                 let hd = heads[x];
-                reduced[x] = s.push(t(hd, hd, Path::NvlsDown, last_reduced[x]), ups);
+                reduced[x] = s.push(t(hd, hd, Path::NvlsDown), last_reduced[x], ups);
                 last_reduced[x] = reduced[x];
             }
             // Up the tree, leaves first: a head sends once its own reduction and its children's
@@ -111,7 +110,7 @@ pub(super) fn plan(req: &Request<'_>, s: &mut Schedule) -> Result<(), PlanError>
                 }
                 let mut deps = std::mem::take(&mut from_children[x]);
                 deps.push(reduced[x]);
-                let id = s.push(t(heads[x], heads[p], Path::Direct, last_tree_up[x]), deps);
+                let id = s.push(t(heads[x], heads[p], Path::Direct), last_tree_up[x], deps);
                 last_tree_up[x] = id;
                 from_children[p].push(id);
             }
@@ -124,17 +123,18 @@ pub(super) fn plan(req: &Request<'_>, s: &mut Schedule) -> Result<(), PlanError>
                 let p = parent[x];
                 if p != usize::MAX {
                     let id = s.push(
-                        t(heads[p], heads[x], Path::Direct, last_tree_down[x]),
+                        t(heads[p], heads[x], Path::Direct),
+                        last_tree_down[x],
                         have[p].clone(),
                     );
                     last_tree_down[x] = id;
                     have[x] = vec![id];
                 }
                 let hd = heads[x];
-                let cast = s.push(t(hd, hd, Path::NvlsUp, last_cast[x]), have[x].clone());
+                let cast = s.push(t(hd, hd, Path::NvlsUp), last_cast[x], have[x].clone());
                 last_cast[x] = cast;
                 for &r in &hosts[x] {
-                    let id = s.push(t(r, r, Path::NvlsDown, last_down[r as usize]), [cast]);
+                    let id = s.push(t(r, r, Path::NvlsDown), last_down[r as usize], [cast]);
                     last_down[r as usize] = id;
                 }
             }

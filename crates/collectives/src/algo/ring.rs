@@ -70,7 +70,7 @@ impl Ring {
         self.order.len()
     }
 
-    fn edge(&self, i: usize, bytes: u64, group: u32, step_start: bool, prev: u32) -> Transfer {
+    fn edge(&self, i: usize, bytes: u64, group: u32, step_start: bool) -> Transfer {
         let n = self.len();
         Transfer {
             src: self.order[i],
@@ -80,7 +80,6 @@ impl Ring {
             path: self.paths[i],
             group,
             step_start,
-            prev,
         }
     }
 
@@ -127,7 +126,7 @@ impl Ring {
                     } else {
                         (prev_step[(i + n - 1) % n], prev_step[i])
                     };
-                    this.push(s.push(self.edge(i, piece, group, true, prev), [deps]));
+                    this.push(s.push(self.edge(i, piece, group, true), prev, [deps]));
                 }
                 prev_step = this;
             }
@@ -152,7 +151,8 @@ impl Ring {
                     prefix[i + 1] + total - prefix[n + i + 1 - m]
                 };
                 let id = s.push(
-                    self.edge(i, turns * total + rest, group, true, NONE),
+                    self.edge(i, turns * total + rest, group, true),
+                    NONE,
                     [NONE],
                 );
                 last[self.order[(i + 1) % n] as usize] = id;
@@ -174,8 +174,8 @@ impl Ring {
             after: Vec::new(),
         });
         // Edge e of the chain in sending order: position e -> e+1 outward, e+1 -> e inward.
-        let edge = |e: usize, bytes: u64, step_start: bool, prev: u32| -> Transfer {
-            let mut t = self.edge(e, bytes, group, step_start, prev);
+        let edge = |e: usize, bytes: u64, step_start: bool| -> Transfer {
+            let mut t = self.edge(e, bytes, group, step_start);
             if toward_root {
                 std::mem::swap(&mut t.src, &mut t.dst);
                 // Inward edges stay inside a host or go straight between entries.
@@ -197,7 +197,7 @@ impl Ring {
         for (j, &c) in chunks.iter().enumerate() {
             let mut upstream = NONE;
             for &e in &order {
-                let id = s.push(edge(e, c, j == 0, prev_chunk[e]), [upstream]);
+                let id = s.push(edge(e, c, j == 0), prev_chunk[e], [upstream]);
                 prev_chunk[e] = id;
                 upstream = id;
             }

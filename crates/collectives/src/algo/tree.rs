@@ -152,7 +152,7 @@ pub(super) fn plan(req: &Request<'_>, s: &mut Schedule) {
             after: Vec::new(),
         });
         let n = req.n() as usize;
-        let edge = |src: u32, dst: u32, bytes: u64, step_start: bool, prev: u32| Transfer {
+        let edge = |src: u32, dst: u32, bytes: u64, step_start: bool| Transfer {
             src,
             dst,
             bytes,
@@ -160,7 +160,6 @@ pub(super) fn plan(req: &Request<'_>, s: &mut Schedule) {
             path: Path::Direct,
             group,
             step_start,
-            prev,
         };
         let chunks = if req.step() {
             split(bytes, nominal)
@@ -179,7 +178,7 @@ pub(super) fn plan(req: &Request<'_>, s: &mut Schedule) {
                         continue;
                     }
                     let deps = std::mem::take(&mut received_up[r as usize]);
-                    let id = s.push(edge(r, p, chunk, j == 0, last_up[r as usize]), deps);
+                    let id = s.push(edge(r, p, chunk, j == 0), last_up[r as usize], deps);
                     last_up[r as usize] = id;
                     received_up[p as usize].push(id);
                 }
@@ -195,7 +194,8 @@ pub(super) fn plan(req: &Request<'_>, s: &mut Schedule) {
                         vec![got[p]]
                     };
                     let id = s.push(
-                        edge(p as u32, r, chunk, j == 0, last_down[r as usize]),
+                        edge(p as u32, r, chunk, j == 0),
+                        last_down[r as usize],
                         deps,
                     );
                     last_down[r as usize] = id;
