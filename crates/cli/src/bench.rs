@@ -11,13 +11,13 @@ use fabricsim_collectives::{
 };
 use fabricsim_routing::PathSelection;
 use fabricsim_routing::{cables_named, MAX_QPS};
-use fabricsim_te::Routing;
 use fabricsim_topology::{Bytes, Topology};
 
 use crate::failure::{input, other, CmdResult, Failure};
 use crate::output::write_output;
 use crate::route::RoutingArgs;
 use crate::topo::FabricArgs;
+use crate::variant::{self, Variant};
 
 #[derive(Args)]
 pub struct BenchArgs {
@@ -159,34 +159,6 @@ struct Setup {
     policies: Vec<Variant>,
 }
 
-/// A routing policy with the hosts' path selection over it.
-#[derive(Clone, Copy)]
-struct Variant {
-    routing: Routing,
-    selection: PathSelection,
-}
-
-impl Variant {
-    /// `POLICY[+MODE]`; without a mode, `selection`.
-    fn parse(text: &str, selection: PathSelection) -> Option<Variant> {
-        let (routing, mode) = match text.split_once('+') {
-            Some((r, m)) => (r, Some(PathSelection::parse(m)?)),
-            None => (text, None),
-        };
-        Some(Variant {
-            routing: Routing::parse(routing)?,
-            selection: mode.unwrap_or(selection),
-        })
-    }
-
-    fn name(&self) -> String {
-        match self.selection {
-            PathSelection::Hashed => self.routing.name(),
-            s => format!("{}+{}", self.routing.name(), s.name()),
-        }
-    }
-}
-
 fn setup(args: &BenchArgs) -> Result<Setup, Failure> {
     let topo = args.fabric.load()?;
     let op = Collective::parse(&args.collective).ok_or_else(|| {
@@ -299,36 +271,8 @@ fn setup(args: &BenchArgs) -> Result<Setup, Failure> {
             ),
         )
     })?;
-    let selection = PathSelection::parse(&args.path_selection).ok_or_else(|| {
-        bad(
-            "path-selection",
-            &args.path_selection,
-            PathSelection::EXPECTED,
-        )
-    })?;
-    let policies = if args.compare_routing.is_empty() {
-        vec![Variant {
-            routing: args.routing.routing()?,
-            selection,
-        }]
-    } else {
-        args.compare_routing
-            .iter()
-            .map(|p| {
-                Variant::parse(p, selection).ok_or_else(|| {
-                    bad(
-                        "compare-routing",
-                        p,
-                        &format!(
-                            "a policy ({}), optionally +MODE ({})",
-                            Routing::expected(),
-                            PathSelection::EXPECTED
-                        ),
-                    )
-                })
-            })
-            .collect::<Result<_, _>>()?
-    };
+    let selection = variant::selection(&args.path_selection)?;
+    let policies = variant::variants(&args.compare_routing, || args.routing.routing(), selection)?;
     let bench = Bench {
         op,
         algorithm,

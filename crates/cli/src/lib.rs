@@ -23,6 +23,7 @@ mod sweep;
 mod te;
 mod topo;
 mod validate;
+mod variant;
 mod whatif;
 
 use std::ffi::OsString;

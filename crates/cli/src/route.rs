@@ -1,7 +1,9 @@
 //! `fabricsim route …`: equal-cost paths between two GPUs, and how a traffic pattern balances.
 
 use clap::{Args, Subcommand};
-use fabricsim_routing::balance::{group_loads, link_loads, links_in_scope, pairs, Pattern};
+use fabricsim_routing::balance::{
+    group_loads, links_in_scope, pairs, selected_link_loads, GroupLoad, Pattern,
+};
 use fabricsim_routing::{FlowKey, HashConfig, LinkState, NicPorts, Policy, Route, Router};
 use fabricsim_te::Routing;
 use fabricsim_topology::{LinkId, NodeId, Topology};
@@ -9,6 +11,7 @@ use fabricsim_topology::{LinkId, NodeId, Topology};
 use crate::failure::{input, other, CmdResult, Failure};
 use crate::output::write_output;
 use crate::topo::FabricArgs;
+use crate::variant;
 
 #[derive(Subcommand)]
 pub enum RouteCommand {
@@ -43,6 +46,15 @@ pub enum RouteCommand {
         /// QPs per connection (each routed on its own key; only eecmp tells them apart).
         #[arg(long, default_value_t = 1)]
         qps: u32,
+        /// How hosts put each QP's message on a path: hashed, disjoint[:PATHS] (fewest
+        /// outstanding messages among disjoint paths, as HPN) or flowlet[:GAP] (every message
+        /// in flight at once: no gap, so hashed). See docs/routing.md.
+        #[arg(long, default_value = "hashed", value_name = "MODE")]
+        path_selection: String,
+        /// Place the pattern under each of these policies, each optionally with a path
+        /// selection (`ecmp,ecmp+disjoint,spray`), and print them one after another.
+        #[arg(long, value_name = "POLICIES", value_delimiter = ',')]
+        compare_routing: Vec<String>,
         /// Use only the first N GPUs (all-to-all is limited to 2,048).
         #[arg(long)]
         gpus: Option<usize>,
@@ -204,11 +216,30 @@ pub fn run(cmd: RouteCommand) -> CmdResult {
             routing,
             pattern,
             qps,
+            path_selection,
+            compare_routing,
             gpus,
             json,
         } => {
             let topo = fabric.load()?;
-            let policy = routing.policy()?;
+            let selection = variant::selection(&path_selection)?;
+            let variants = variant::variants(
+                &compare_routing,
+                || routing.policy().map(Routing::Hashed),
+                selection,
+            )?;
+            let mut placed = Vec::new();
+            for v in &variants {
+                match v.routing {
+                    Routing::Hashed(policy) => placed.push((v, policy)),
+                    Routing::Te(_) => {
+                        return Err(input(anyhow::anyhow!(
+                            "`{}`: te needs a traffic matrix (see `fabricsim te solve`, `bench` and `run`)",
+                            v.name()
+                        )))
+                    }
+                }
+            }
             let pattern = Pattern::parse(&pattern).ok_or_else(|| {
                 input(anyhow::anyhow!(
                     "unknown pattern `{pattern}`; expected one of {}",
@@ -236,50 +267,85 @@ pub fn run(cmd: RouteCommand) -> CmdResult {
                 )));
             }
             let pairs = pairs(pattern, &all[..n], routing.seed);
-            let mut router = Router::new(&topo, policy, routing.hash()?);
             let state = LinkState::new(&topo);
-            let loads =
-                link_loads(&mut router, &state, &pairs, qps, routing.seed).map_err(input)?;
             let scope = links_in_scope(&topo, &state, &pairs).map_err(input)?;
-            let groups = group_loads(&topo, &loads, &scope);
+            let mut results = Vec::new();
+            for (v, policy) in placed {
+                let mut router = Router::new(&topo, policy, routing.hash()?);
+                let loads = selected_link_loads(
+                    &mut router,
+                    &state,
+                    &pairs,
+                    qps,
+                    routing.seed,
+                    v.selection,
+                )
+                .map_err(input)?;
+                results.push((v, group_loads(&topo, &loads, &scope)));
+            }
             let text = if json {
-                let groups: Vec<serde_json::Value> = groups
-                    .iter()
-                    .map(|g| {
-                        serde_json::json!({
-                            "group": g.group, "links": g.links, "max_load": g.max_load, "mean_load": g.mean_load,
-                            "max_mean_ratio": g.max_mean_ratio, "idle_fraction": g.idle_fraction,
+                let groups = |groups: &[GroupLoad]| -> Vec<serde_json::Value> {
+                    groups
+                        .iter()
+                        .map(|g| {
+                            serde_json::json!({
+                                "group": g.group, "links": g.links, "max_load": g.max_load, "mean_load": g.mean_load,
+                                "max_mean_ratio": g.max_mean_ratio, "idle_fraction": g.idle_fraction,
+                            })
                         })
-                    })
-                    .collect();
-                let v = serde_json::json!({
-                    "fabric": topo.name(), "routing": policy.name(), "pattern": Pattern::NAMES[pattern as usize],
-                    "gpus": n, "connections": pairs.len(), "qps": qps, "seed": routing.seed, "groups": groups,
+                        .collect()
+                };
+                let mut v = serde_json::json!({
+                    "fabric": topo.name(), "pattern": Pattern::NAMES[pattern as usize],
+                    "gpus": n, "connections": pairs.len(), "qps": qps, "seed": routing.seed,
                 });
+                if let [(only, g)] = &results[..] {
+                    v["routing"] = only.routing.name().into();
+                    v["path_selection"] = only.selection.name().into();
+                    v["groups"] = groups(g).into();
+                } else {
+                    v["variants"] = results
+                        .iter()
+                        .map(|(x, g)| {
+                            serde_json::json!({
+                                "routing": x.routing.name(), "path_selection": x.selection.name(),
+                                "groups": groups(g),
+                            })
+                        })
+                        .collect::<Vec<_>>()
+                        .into();
+                }
                 serde_json::to_string_pretty(&v).map_err(other)? + "\n"
             } else {
+                let names: Vec<String> = results.iter().map(|(v, _)| v.name()).collect();
                 let mut t = format!(
-                    "{} connections ({}, {n} GPUs) on {} under {}, {qps} QP{} each\n\n",
+                    "{} connections ({}, {n} GPUs) on {} under {}, {qps} QP{} each\n",
                     pairs.len(),
                     Pattern::NAMES[pattern as usize],
                     topo.name(),
-                    policy.name(),
+                    names.join(", "),
                     if qps == 1 { "" } else { "s" }
                 );
-                t += &format!(
-                    "  {:<14} {:>7} {:>9} {:>9} {:>9} {:>6}\n",
-                    "links", "count", "max", "mean", "max/mean", "idle"
-                );
-                for g in &groups {
+                for ((_, groups), name) in results.iter().zip(&names) {
+                    t += "\n";
+                    if results.len() > 1 {
+                        t += &format!("{name}\n");
+                    }
                     t += &format!(
-                        "  {:<14} {:>7} {:>9.2} {:>9.2} {:>9.2} {:>5.1}%\n",
-                        g.group,
-                        g.links,
-                        g.max_load,
-                        g.mean_load,
-                        g.max_mean_ratio,
-                        100.0 * g.idle_fraction
+                        "  {:<14} {:>7} {:>9} {:>9} {:>9} {:>6}\n",
+                        "links", "count", "max", "mean", "max/mean", "idle"
                     );
+                    for g in groups {
+                        t += &format!(
+                            "  {:<14} {:>7} {:>9.2} {:>9.2} {:>9.2} {:>5.1}%\n",
+                            g.group,
+                            g.links,
+                            g.max_load,
+                            g.mean_load,
+                            g.max_mean_ratio,
+                            100.0 * g.idle_fraction
+                        );
+                    }
                 }
                 t += "\n  load = connections per link (a QP counts 1/qps, a sprayed connection its share), over the\n  links on some equal-cost path of the pattern\n";
                 t

@@ -341,3 +341,67 @@ fn flows_write_a_report_of_their_completion_times() {
     let html = self_contained_report(&report, 2);
     assert!(html.contains("Flow completion times") && html.contains("rtsw-&gt;ctsw"));
 }
+
+#[test]
+fn route_balance_compares_policies_and_path_selections() {
+    let o = fabricsim(
+        &[
+            &[
+                "route",
+                "balance",
+                "--pattern",
+                "permutation",
+                "--qps",
+                "4",
+                "--compare-routing",
+                "ecmp,ecmp+disjoint,spray",
+                "--json",
+            ][..],
+            &ZONE,
+        ]
+        .concat(),
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let variants = v["variants"].as_array().unwrap();
+    let names: Vec<_> = variants
+        .iter()
+        .map(|x| {
+            (
+                x["routing"].as_str().unwrap(),
+                x["path_selection"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("ecmp", "hashed"),
+            ("ecmp", "disjoint:4"),
+            ("spray", "hashed")
+        ]
+    );
+    let up = |i: usize, what: &str| {
+        variants[i]["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["group"] == "rtsw->ctsw")
+            .unwrap()[what]
+            .as_f64()
+            .unwrap()
+    };
+    // ECMP hashes a connection's four QPs alike (it does not see the QP); by disjoint paths
+    // they go up four uplinks, so the busiest uplink carries less; spraying evens out more.
+    assert!(up(1, "max_load") < up(0, "max_load"), "{v}");
+    assert!(up(2, "max_mean_ratio") < up(1, "max_mean_ratio"), "{v}");
+    assert_eq!(up(0, "mean_load"), up(1, "mean_load"));
+    // TE has no static pattern to solve here.
+    let o = fabricsim(&["route", "balance", "--compare-routing", "ecmp,te"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("`te`: te needs a traffic matrix"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -9,9 +9,9 @@ use fabricsim_collectives::{
     Collective, Fidelity, Generation, Protocol, QpMode, Ranks, Transport, DEFAULT_CHUNK,
 };
 use fabricsim_netsim::{FlowEngine, Network};
-use fabricsim_routing::{HashConfig, Policy, Router};
+use fabricsim_routing::{HashConfig, PathSelection, Policy, Router};
 use fabricsim_topology::presets;
-use fabricsim_topology::Topology;
+use fabricsim_topology::{NodeKind, Topology};
 use fabricsim_workload::chakra::import;
 use fabricsim_workload::llm::{
     generate, DpMode, ModelSpec, Parallelism, RankOrder, Recompute, Training,
@@ -380,4 +380,94 @@ fn a_peer_named_in_two_slots_matches_by_rank_and_tag() {
     let reports = run_jobs(&topo, vec![spec]).unwrap();
     assert_eq!(reports[0].transfers.count, 3);
     assert_eq!(reports[0].transfers.bytes, 3 << 20);
+}
+
+/// Four 16 MiB sends from one GPU to a GPU of another rack, all at once, under `selection`:
+/// the number of RTSW -> CTSW uplinks that carried them.
+fn uplinks_of_concurrent_sends(selection: PathSelection) -> usize {
+    let topo = zone();
+    let op = |kind| Op {
+        id: 0,
+        label: 0,
+        kind,
+    };
+    let mut sender = Program::new();
+    let mut receiver = Program::new();
+    for tag in 0..4 {
+        let bytes = 16 << 20;
+        sender.push(
+            op(OpKind::Send {
+                peer: 0,
+                bytes,
+                tag,
+            }),
+            &[],
+        );
+        receiver.push(
+            op(OpKind::Recv {
+                peer: 0,
+                bytes,
+                tag,
+            }),
+            &[],
+        );
+    }
+    let w = Workload {
+        name: "sends".into(),
+        labels: vec!["p2p".into()],
+        programs: vec![sender, receiver],
+        ranks: vec![
+            Binding {
+                program: 0,
+                groups: vec![],
+                peers: vec![1],
+            },
+            Binding {
+                program: 1,
+                groups: vec![],
+                peers: vec![0],
+            },
+        ],
+        ..Workload::default()
+    };
+    let gpus = vec![
+        topo.hosts()[0].gpus[0],
+        topo.hosts().last().unwrap().gpus[0],
+    ];
+    let spec = JobSpec {
+        name: "sends".into(),
+        workload: w,
+        gpus,
+        compute: ComputeModel::new(GpuSpec::named("H100").unwrap()),
+        comm: CommConfig::default(),
+    };
+    let mut net = Network::new(
+        &topo,
+        Router::new(&topo, Policy::Ecmp, HashConfig::default()),
+        FlowEngine::new(&topo),
+    );
+    net.set_path_selection(selection);
+    let out = Orchestrator::new(net, vec![spec], RunOptions::default())
+        .run(|_, _, _| {})
+        .unwrap();
+    assert_eq!(out.jobs[0].transfers.count, 4);
+    out.links
+        .iter()
+        .filter(|u| {
+            let l = topo.link(u.link);
+            matches!(topo.kind(l.src), NodeKind::Switch(r) if r.tier == 1)
+                && matches!(topo.kind(l.dst), NodeKind::Switch(r) if r.tier == 2)
+        })
+        .count()
+}
+
+#[test]
+fn pipeline_sends_take_the_hosts_path_selection() {
+    // Hashed, one connection is one path; by disjoint paths, four messages in flight at once
+    // go up four different uplinks.
+    assert_eq!(uplinks_of_concurrent_sends(PathSelection::Hashed), 1);
+    assert_eq!(
+        uplinks_of_concurrent_sends(PathSelection::Disjoint { paths: 4 }),
+        4
+    );
 }

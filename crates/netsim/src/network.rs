@@ -13,11 +13,8 @@
 
 use std::collections::HashMap;
 
-use fabricsim_routing::key::mix;
 use fabricsim_routing::select::{Choice, PathSelection, Selector, Ticket};
-use fabricsim_routing::{
-    FlowKey, LinkCondition, LinkState, Route, RouteError, Router, RoutingPolicy,
-};
+use fabricsim_routing::{FlowKey, LinkCondition, LinkState, RouteError, Router, RoutingPolicy};
 use fabricsim_topology::{Bandwidth, LinkId, Nanos, NodeId, Topology};
 
 use crate::attribution::Attribution;
@@ -202,7 +199,7 @@ impl<'t, E: Engine> Network<'t, E> {
         let (choice, ticket) =
             self.selector
                 .choose(key, bytes, now, state.version(), topo, |_, _, limit| {
-                    candidate_paths(router, state, key, limit)
+                    fabricsim_routing::select::candidate_paths(router, state, key, limit)
                 });
         let legs = match choice {
             Choice::Key(k) => vec![Leg::Routed(k)],
@@ -385,6 +382,50 @@ impl<'t, E: Engine> Network<'t, E> {
         Ok(id)
     }
 
+    /// Submits a message of `bytes` on connection `key` at `now` where the hosts' path
+    /// selection puts it (as [`Network::submit`] does under hashed selection), the path's
+    /// latency added by the engine; hand the ticket back through [`Network::message_done`]
+    /// when the message is done.
+    pub fn submit_message(
+        &mut self,
+        key: FlowKey,
+        bytes: u64,
+        now: Nanos,
+    ) -> Result<(FlowId, Option<Ticket>), NetworkError> {
+        if self.path_selection() == PathSelection::Hashed {
+            return Ok((self.submit(key, bytes, None)?, None));
+        }
+        let (legs, ticket) = self.select(key, bytes, now);
+        let strand = Strand { legs, weight: 1.0 };
+        let mut links = std::mem::take(&mut self.scratch);
+        links.clear();
+        let routed = self.route_strand(&strand, &mut links);
+        if let (Ok(_), Some(a)) = (&routed, &mut self.attribution) {
+            a.charge(&links, bytes);
+        }
+        let submitted = routed.map(|latency| {
+            self.engine.submit(FlowSpec {
+                links: &links,
+                bytes,
+                cap: None,
+                latency,
+            })
+        });
+        self.scratch = links;
+        let id = match submitted {
+            Ok(id) => id,
+            Err(e) => {
+                if let Some(t) = ticket {
+                    self.message_done(t, now);
+                }
+                return Err(e.into());
+            }
+        };
+        let kept = self.recipes.push(Recipe::Bundle(Box::new([strand])));
+        debug_assert_eq!(kept, id.0, "the network submits every flow of its engine");
+        Ok((id, ticket))
+    }
+
     /// Submits a bundle of `bytes` (see the module docs); returns its id and its latency (the
     /// slowest strand's), which the engine does not add.
     pub fn submit_bundle(
@@ -534,43 +575,6 @@ impl<'t, E: Engine> Network<'t, E> {
             self.advance(t, finished);
         }
     }
-}
-
-/// Paths a host can find toward `key`'s destination, as HPN finds them: the routes the
-/// switches give the connection's source port and its variants (a hashing policy spreads them
-/// as it spreads connections). Under a policy that gives no single path (spraying, a TE
-/// table's spread), the equal-cost paths themselves, from a place set by the pair.
-fn candidate_paths(
-    router: &mut Router<'_>,
-    state: &LinkState,
-    key: FlowKey,
-    limit: usize,
-) -> Vec<Vec<LinkId>> {
-    let mut out: Vec<Vec<LinkId>> = Vec::new();
-    for i in 0..limit as u16 {
-        match router.route(state, &key.port_variant(i)) {
-            Ok(Route::Path { links, .. }) => {
-                if !out.contains(&links) {
-                    out.push(links);
-                }
-            }
-            _ => {
-                out.clear();
-                break;
-            }
-        }
-    }
-    if out.is_empty() {
-        out = router
-            .equal_cost_paths(state, key.src, key.dst, 4 * limit)
-            .map_or_else(|_| Vec::new(), |(paths, _)| paths);
-        if !out.is_empty() {
-            let start = (mix(u64::from(key.src.0) << 32 | u64::from(key.dst.0)) % out.len() as u64)
-                as usize;
-            out.rotate_left(start);
-        }
-    }
-    out
 }
 
 impl Network<'_, crate::FlowEngine> {

@@ -9,11 +9,12 @@
 //! pattern, the links a perfect balancer could use. Links no pair could reach do not dilute the
 //! mean.
 
-use fabricsim_topology::{LinkId, NodeId, NodeKind, Topology};
+use fabricsim_topology::{LinkId, Nanos, NodeId, NodeKind, Topology};
 
 use crate::key::{mix, FlowKey};
 use crate::link_state::LinkState;
 use crate::router::{Policy, RouteError, Router};
+use crate::select::{candidate_paths, Choice, PathSelection, Selector};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pattern {
@@ -113,6 +114,48 @@ pub fn link_loads(
                 .incidence()
             {
                 load[l.index()] += w * weight;
+            }
+        }
+    }
+    Ok(load)
+}
+
+/// Per-link load as [`link_loads`] gives it, with each QP of each connection a message of one
+/// unit that the hosts' `selection` puts on a path, every message in flight at once (none done
+/// yet), in the pattern's order. Under disjoint paths the QPs of a connection go on its peer's
+/// paths by fewest outstanding messages; a flowlet never sees a gap, so it is hashed.
+pub fn selected_link_loads(
+    router: &mut Router<'_>,
+    state: &LinkState,
+    pairs: &[(NodeId, NodeId)],
+    qps: u32,
+    seed: u64,
+    selection: PathSelection,
+) -> Result<Vec<f64>, RouteError> {
+    if selection == PathSelection::Hashed {
+        return link_loads(router, state, pairs, qps, seed);
+    }
+    let topo = router.topology();
+    let mut load = vec![0.0; topo.link_count()];
+    let share = 1.0 / f64::from(qps);
+    let mut hosts = Selector::new(selection);
+    for &(src, dst) in pairs {
+        for qp in 0..qps {
+            let key = FlowKey::connection(src, dst, qp, seed);
+            let (choice, _) = hosts.choose(key, 1, Nanos(0), 0, topo, |_, _, limit| {
+                candidate_paths(router, state, key, limit)
+            });
+            match choice {
+                Choice::Key(k) => {
+                    for (l, w) in router.route(state, &k)?.incidence() {
+                        load[l.index()] += w * share;
+                    }
+                }
+                Choice::Path(links) => {
+                    for l in links {
+                        load[l.index()] += share;
+                    }
+                }
             }
         }
     }

@@ -8,7 +8,9 @@
 //!   two planes; Qian et al., "Alibaba HPN: A Data Center Network for Large Language Model
 //!   Training", SIGCOMM 2024, §5). fabricsim does the same: it routes the connection's source
 //!   port and its variants under the switches' policy and keeps up to `paths` of the paths found
-//!   that share no link beyond the GPUs' own PCIe links, greedily in the order found.
+//!   that share no link beyond those every path between the two GPUs crosses (their PCIe links,
+//!   and a single-port NIC's cable), greedily in the order found. On single-homed hosts the paths
+//!   are disjoint in the fabric above the ToRs.
 //! - **Flowlets**: a connection keeps its path while it has messages in flight, and is re-hashed
 //!   (a new source port) when a message starts after the connection sat idle for at least `gap`,
 //!   so bursts separated by compute can take different paths (flowlet switching: Kandula et al.,
@@ -21,7 +23,9 @@ use std::collections::HashMap;
 
 use fabricsim_topology::{LinkId, Nanos, NodeId, NodeKind, Topology};
 
-use crate::key::FlowKey;
+use crate::key::{mix, FlowKey};
+use crate::link_state::LinkState;
+use crate::router::{Route, Router};
 
 /// How hosts spread messages over paths.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -232,11 +236,60 @@ impl Selector {
     }
 }
 
-/// Up to `k` of `candidates` that share no link but their ends' PCIe links, greedily in order.
+/// Paths a host can find toward `key`'s destination, as HPN finds them: the routes the
+/// switches give the connection's source port and its variants (a hashing policy spreads them
+/// as it spreads connections). Under a policy that gives no single path (spraying, a TE
+/// table's spread), the equal-cost paths themselves, from a place set by the pair.
+pub fn candidate_paths(
+    router: &mut Router<'_>,
+    state: &LinkState,
+    key: FlowKey,
+    limit: usize,
+) -> Vec<Vec<LinkId>> {
+    let mut out: Vec<Vec<LinkId>> = Vec::new();
+    for i in 0..limit as u16 {
+        match router.route(state, &key.port_variant(i)) {
+            Ok(Route::Path { links, .. }) => {
+                if !out.contains(&links) {
+                    out.push(links);
+                }
+            }
+            _ => {
+                out.clear();
+                break;
+            }
+        }
+    }
+    if out.is_empty() {
+        out = router
+            .equal_cost_paths(state, key.src, key.dst, 4 * limit)
+            .map_or_else(|_| Vec::new(), |(paths, _)| paths);
+        if !out.is_empty() {
+            let start = (mix(u64::from(key.src.0) << 32 | u64::from(key.dst.0)) % out.len() as u64)
+                as usize;
+            out.rotate_left(start);
+        }
+    }
+    out
+}
+
+/// Up to `k` of `candidates` that share no link but what every path between their ends must
+/// cross (the GPUs' PCIe links, and the cable of a NIC with one port), greedily in order.
 fn disjoint(topo: &Topology, candidates: Vec<Vec<LinkId>>, k: usize) -> Vec<Vec<LinkId>> {
+    let sole_port = |n: NodeId| {
+        topo.kind(n) == NodeKind::Nic
+            && topo
+                .out_links(n)
+                .iter()
+                .filter(|&&l| matches!(topo.kind(topo.link(l).dst), NodeKind::Switch(_)))
+                .count()
+                == 1
+    };
     let shared = |l: LinkId| {
         let x = topo.link(l);
-        topo.kind(x.src) == NodeKind::Gpu || topo.kind(x.dst) == NodeKind::Gpu
+        [x.src, x.dst]
+            .into_iter()
+            .any(|n| topo.kind(n) == NodeKind::Gpu || sole_port(n))
     };
     let mut taken: Vec<LinkId> = Vec::new();
     let mut out = Vec::new();

@@ -72,6 +72,41 @@ fn disjoint_paths_share_nothing_and_a_free_one_is_always_taken_first() {
 }
 
 #[test]
+fn single_homed_hosts_keep_paths_disjoint_above_their_one_cable() {
+    // Two racks of an AI Zone: a GPU's NIC has one cable to its RTSW, and 16 CTSWs above.
+    let topo = presets::build_with("meta-ai-zone", &[("racks", "2")]).unwrap();
+    let mut router = Router::new(&topo, Policy::Ecmp, HashConfig::default());
+    let mut sel = Selector::new(PathSelection::Disjoint { paths: 4 });
+    let (a, b) = (
+        topo.hosts()[0].gpus[0],
+        topo.hosts().last().unwrap().gpus[0],
+    );
+    choose(
+        &mut sel,
+        &mut router,
+        &topo,
+        FlowKey::connection(a, b, 0, 0),
+        0,
+    );
+    let paths = sel.paths(a, b).to_vec();
+    assert_eq!(paths.len(), 4, "four paths through distinct CTSWs");
+    for (i, p) in paths.iter().enumerate() {
+        for q in &paths[i + 1..] {
+            for l in p.iter().filter(|l| q.contains(l)) {
+                let x = topo.link(*l);
+                let kinds = [topo.kind(x.src), topo.kind(x.dst)];
+                assert!(
+                    kinds.contains(&NodeKind::Gpu) || kinds.contains(&NodeKind::Nic),
+                    "{} -> {} is shared above the access cable",
+                    topo.node_name(x.src),
+                    topo.node_name(x.dst)
+                );
+            }
+        }
+    }
+}
+
+#[test]
 fn a_flowlet_is_rehashed_only_after_the_gap() {
     let topo = hpn();
     let mut router = Router::new(&topo, Policy::Ecmp, HashConfig::default());

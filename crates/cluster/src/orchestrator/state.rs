@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use fabricsim_collectives::tuner::{predict, settle};
 use fabricsim_collectives::{Collective, Execution, Platform, Ranks, Request, Schedule};
+use fabricsim_routing::select::Ticket;
 use fabricsim_workload::{ComputeModel, OpKind, Program};
 
 use crate::job::{CommConfig, JobSpec};
@@ -268,6 +269,8 @@ pub(super) struct Transfer {
     pub(super) recv: Option<(u32, u64)>,
     pub(super) start: u64,
     pub(super) bytes: u64,
+    /// The hosts' path selection's record of the message, handed back when it has arrived.
+    pub(super) ticket: Option<Ticket>,
 }
 
 #[derive(Clone, Copy)]

@@ -47,25 +47,30 @@ impl Orchestrator<'_> {
             recv: recv.map(|(op, _)| (op, t)),
             start: t,
             bytes,
+            ticket: None,
         });
         if bytes == 0 || a == b {
             self.transfer_done(id, t);
             return Ok(());
         }
         self.net.set_tag(j);
-        let flow = self
+        let (flow, ticket) = self
             .net
-            .submit(FlowKey::connection(a, b, 0, seed), bytes, None)
+            .submit_message(FlowKey::connection(a, b, 0, seed), bytes, Nanos(t))
             .map_err(|error| RunError::Network {
                 job: self.jobs[j as usize].spec.name.clone(),
                 error,
             })?;
+        self.transfers[id as usize].ticket = ticket;
         self.flows += 1;
         self.flow_owner.insert(flow, FlowOwner::Transfer(id));
         Ok(())
     }
 
     pub(super) fn transfer_done(&mut self, id: u32, t: u64) {
+        if let Some(ticket) = self.transfers[id as usize].ticket.take() {
+            self.net.message_done(ticket, Nanos(t));
+        }
         let tr = &self.transfers[id as usize];
         let (j, src, key, mailbox, recv, start, bytes) = (
             tr.job, tr.src, tr.key, tr.mailbox, tr.recv, tr.start, tr.bytes,
