@@ -327,6 +327,33 @@ fn converted_pytorch_trace_replays() {
 
 /// Sends and receives match by (source, destination, tag), whichever peer slot names the rank:
 /// with two pipeline stages a rank's previous and next stage are the same rank.
+/// Rank 0 runs `sender` (its peer slots naming `peers`), rank 1 `receiver` (peer 0).
+fn sender_and_receiver(
+    name: &str,
+    sender: Program,
+    receiver: Program,
+    peers: Vec<u32>,
+) -> Workload {
+    Workload {
+        name: name.into(),
+        labels: vec!["p2p".into()],
+        programs: vec![sender, receiver],
+        ranks: vec![
+            Binding {
+                program: 0,
+                groups: vec![],
+                peers,
+            },
+            Binding {
+                program: 1,
+                groups: vec![],
+                peers: vec![0],
+            },
+        ],
+        ..Workload::default()
+    }
+}
+
 #[test]
 fn a_peer_named_in_two_slots_matches_by_rank_and_tag() {
     let topo = zone();
@@ -357,24 +384,7 @@ fn a_peer_named_in_two_slots_matches_by_rank_and_tag() {
             &[],
         );
     }
-    let w = Workload {
-        name: "pairs".into(),
-        labels: vec!["p2p".into()],
-        programs: vec![sender, receiver],
-        ranks: vec![
-            Binding {
-                program: 0,
-                groups: vec![],
-                peers: vec![1, 1],
-            },
-            Binding {
-                program: 1,
-                groups: vec![],
-                peers: vec![0],
-            },
-        ],
-        ..Workload::default()
-    };
+    let w = sender_and_receiver("pairs", sender, receiver, vec![1, 1]);
     let mut used = vec![false; topo.node_count()];
     let spec = job(&topo, "pairs", w, Placement::Random { seed: 3 }, &mut used);
     let reports = run_jobs(&topo, vec![spec]).unwrap();
@@ -412,24 +422,7 @@ fn uplinks_of_concurrent_sends(selection: PathSelection) -> usize {
             &[],
         );
     }
-    let w = Workload {
-        name: "sends".into(),
-        labels: vec!["p2p".into()],
-        programs: vec![sender, receiver],
-        ranks: vec![
-            Binding {
-                program: 0,
-                groups: vec![],
-                peers: vec![1],
-            },
-            Binding {
-                program: 1,
-                groups: vec![],
-                peers: vec![0],
-            },
-        ],
-        ..Workload::default()
-    };
+    let w = sender_and_receiver("sends", sender, receiver, vec![1]);
     let gpus = vec![
         topo.hosts()[0].gpus[0],
         topo.hosts().last().unwrap().gpus[0],

@@ -361,25 +361,7 @@ impl<'t, E: Engine> Network<'t, E> {
         bytes: u64,
         cap: Option<Bandwidth>,
     ) -> Result<FlowId, NetworkError> {
-        let mut links = std::mem::take(&mut self.scratch);
-        links.clear();
-        let routed = self.append_route(&key, 1.0, &mut links);
-        if let (Ok(_), Some(a)) = (&routed, &mut self.attribution) {
-            a.charge(&links, bytes);
-        }
-        let submitted = routed.map(|latency| {
-            self.engine.submit(FlowSpec {
-                links: &links,
-                bytes,
-                cap,
-                latency,
-            })
-        });
-        self.scratch = links;
-        let id = submitted?;
-        let kept = self.recipes.push(Recipe::Key(key));
-        debug_assert_eq!(kept, id.0, "the network submits every flow of its engine");
-        Ok(id)
+        Ok(self.submit_one(Recipe::Key(key), bytes, cap)?)
     }
 
     /// Submits a message of `bytes` on connection `key` at `now` where the hosts' path
@@ -397,9 +379,32 @@ impl<'t, E: Engine> Network<'t, E> {
         }
         let (legs, ticket) = self.select(key, bytes, now);
         let strand = Strand { legs, weight: 1.0 };
+        match self.submit_one(Recipe::Bundle(Box::new([strand])), bytes, None) {
+            Ok(id) => Ok((id, ticket)),
+            Err(e) => {
+                if let Some(t) = ticket {
+                    self.message_done(t, now);
+                }
+                Err(e.into())
+            }
+        }
+    }
+
+    /// Routes a one-path `recipe` (a key, or a bundle of one strand) and submits `bytes` on
+    /// it, the path's latency added by the engine.
+    fn submit_one(
+        &mut self,
+        recipe: Recipe,
+        bytes: u64,
+        cap: Option<Bandwidth>,
+    ) -> Result<FlowId, RouteError> {
         let mut links = std::mem::take(&mut self.scratch);
         links.clear();
-        let routed = self.route_strand(&strand, &mut links);
+        let routed = match &recipe {
+            Recipe::Key(key) => self.append_route(key, 1.0, &mut links),
+            Recipe::Bundle(strands) => self.route_strand(&strands[0], &mut links),
+            Recipe::Done => unreachable!("a new flow has a recipe"),
+        };
         if let (Ok(_), Some(a)) = (&routed, &mut self.attribution) {
             a.charge(&links, bytes);
         }
@@ -407,23 +412,15 @@ impl<'t, E: Engine> Network<'t, E> {
             self.engine.submit(FlowSpec {
                 links: &links,
                 bytes,
-                cap: None,
+                cap,
                 latency,
             })
         });
         self.scratch = links;
-        let id = match submitted {
-            Ok(id) => id,
-            Err(e) => {
-                if let Some(t) = ticket {
-                    self.message_done(t, now);
-                }
-                return Err(e.into());
-            }
-        };
-        let kept = self.recipes.push(Recipe::Bundle(Box::new([strand])));
+        let id = submitted?;
+        let kept = self.recipes.push(recipe);
         debug_assert_eq!(kept, id.0, "the network submits every flow of its engine");
-        Ok((id, ticket))
+        Ok(id)
     }
 
     /// Submits a bundle of `bytes` (see the module docs); returns its id and its latency (the
