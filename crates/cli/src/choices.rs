@@ -51,7 +51,7 @@ pub fn fidelities() -> PossibleValuesParser {
 }
 
 pub fn qp_modes() -> PossibleValuesParser {
-    of([QpMode::Split, QpMode::RoundRobin].map(QpMode::name))
+    of(QpMode::ALL.map(QpMode::name))
 }
 
 /// nccl-tests' reduction operations (`-o`): all move the same bytes.

@@ -26,7 +26,8 @@ pub struct FlowsArgs {
     /// QPs (see --qp-mode). Only eecmp hashes the QP. Default: each flow on its `qp` column.
     #[arg(long)]
     qps: Option<u32>,
-    /// How a connection's flows use its QPs: split or round-robin.
+    /// How a connection's flows use its QPs: split, round-robin or dynamic (each whole flow on
+    /// the QP with the fewest bytes outstanding).
     #[arg(long, value_enum, default_value_t = QpModeArg::Split)]
     qp_mode: QpModeArg,
     /// Write per-flow results (CSV) to this file.
@@ -50,6 +51,8 @@ enum QpModeArg {
     Split,
     /// Whole flows on successive QPs.
     RoundRobin,
+    /// Whole flows, each on the QP with the fewest bytes outstanding.
+    Dynamic,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -88,6 +91,7 @@ pub fn run(args: FlowsArgs) -> CmdResult {
         }
         (Some(n), QpModeArg::Split) => QpUse::Split(n),
         (Some(n), QpModeArg::RoundRobin) => QpUse::RoundRobin(n),
+        (Some(n), QpModeArg::Dynamic) => QpUse::Dynamic(n),
     };
     let outcome = simulate_flows(&topo, policy, args.routing.hash()?, engine, qps, &flows)
         .map_err(|e| input(anyhow::anyhow!("{path}: {e}")))?;

@@ -607,12 +607,7 @@ fn collectives(c: &CollectivesToml) -> Result<CommConfig, String> {
         out.qps = q;
     }
     if let Some(m) = &c.qp_mode {
-        out.qp_mode = pick(
-            "qp_mode",
-            m,
-            &[QpMode::Split, QpMode::RoundRobin],
-            QpMode::name,
-        )?;
+        out.qp_mode = pick("qp_mode", m, &QpMode::ALL, QpMode::name)?;
     }
     if let Some(f) = &c.fidelity {
         out.fidelity = pick(

@@ -15,9 +15,10 @@
 //! NVLink legs are single strands.
 //!
 //! QPs: with `split`, each transfer's bytes are split evenly over the connection's QPs (step
-//! fidelity: one flow per QP, done when all are); with `round-robin`, each transfer goes whole on
-//! the connection's next QP. Pipelined fidelity carries an edge's bytes evenly over its QPs in
-//! both modes (their fluid limit).
+//! fidelity: one flow per QP, done when all are) and the connection sends one transfer at a
+//! time; with `round-robin` and `dynamic`, each transfer goes whole on one QP, several in flight
+//! ([`crate::qp_window`]). Pipelined fidelity carries an edge's bytes evenly over its QPs in
+//! every mode (their fluid limit).
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
@@ -36,24 +37,29 @@ use crate::hardware::Generation;
 use crate::layout::Ranks;
 use crate::model::{Costing, Platform};
 use crate::protocol::{HopKind, Protocol};
+use crate::qp_window::QpWindow;
 use crate::schedule::{Path, Schedule, Transfer, NONE};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum QpMode {
     Split,
     RoundRobin,
+    Dynamic,
 }
 
 impl QpMode {
+    pub const ALL: [QpMode; 3] = [QpMode::Split, QpMode::RoundRobin, QpMode::Dynamic];
+
     pub fn name(self) -> &'static str {
         match self {
             QpMode::Split => "split",
             QpMode::RoundRobin => "round-robin",
+            QpMode::Dynamic => "dynamic",
         }
     }
 
     pub fn parse(s: &str) -> Option<QpMode> {
-        [QpMode::Split, QpMode::RoundRobin]
+        QpMode::ALL
             .into_iter()
             .find(|m| m.name().eq_ignore_ascii_case(s))
     }
@@ -101,8 +107,8 @@ struct Steps {
     waiting: Vec<u32>,
     /// Per transfer in flight, its flows not yet drained.
     flows_left: FxHashMap<u32, u32>,
-    /// Round-robin: each transfer's turn on its connection.
-    turn: Vec<u32>,
+    /// Whole messages on QPs, several in flight (`round-robin`, `dynamic`).
+    window: Option<QpWindow>,
     ran: usize,
 }
 
@@ -253,13 +259,20 @@ impl Execution {
                     if !self.tickets.is_empty() {
                         self.released.push((owner, at));
                     }
-                    // Drained: the connection may send its next transfer; bytes arrive later.
-                    let next = self.sched.next(owner);
-                    if next != NONE {
-                        s.waiting[next as usize] -= 1;
-                        if s.waiting[next as usize] == 0 {
-                            self.ready(next, at);
+                    // Drained: the connection may send its next transfer (or, with several in
+                    // flight, the one waiting for a slot); bytes arrive later.
+                    let next = match &mut s.window {
+                        None => {
+                            let next = self.sched.next(owner);
+                            if next != NONE {
+                                s.waiting[next as usize] -= 1;
+                            }
+                            next
                         }
+                        Some(w) => w.drained(owner).unwrap_or(NONE),
+                    };
+                    if next != NONE && s.waiting[next as usize] == 0 {
+                        self.ready(next, at);
                     }
                     self.queue.push(Reverse((
                         at + self.latency.remove(&owner).unwrap_or(0),
@@ -436,19 +449,32 @@ impl Execution {
         t: u32,
         submitted: &mut Vec<(FlowId, u32)>,
     ) -> Result<(), ExecError> {
-        let State::Steps(s) = &self.state else {
-            unreachable!("step submissions only in step fidelity")
-        };
         let tr = self.sched.transfer(t);
         let wire = self.costing.wire(tr.bytes);
         let qps = self.qps_for(&tr);
-        let parts: Vec<(u32, u64)> = match self.transport.qp_mode {
-            QpMode::Split => crate::schedule::split(wire, qps)
+        let State::Steps(s) = &mut self.state else {
+            unreachable!("step submissions only in step fidelity")
+        };
+        let parts: Vec<(u32, u64)> = match &mut s.window {
+            None => crate::schedule::split(wire, qps)
                 .into_iter()
                 .enumerate()
                 .map(|(q, b)| (q as u32, b))
                 .collect(),
-            QpMode::RoundRobin => vec![(s.turn[t as usize] % qps, wire)],
+            Some(w) => {
+                let Some(qp) = w.start(t, (tr.src, tr.dst, tr.channel), qps, wire) else {
+                    return Ok(()); // no free slot: it goes when one frees
+                };
+                // Posted: the next transfer on the connection may be posted too.
+                let next = self.sched.next(t);
+                if next != NONE {
+                    s.waiting[next as usize] -= 1;
+                    if s.waiting[next as usize] == 0 {
+                        self.queue.push(Reverse((self.end, SUBMIT, next)));
+                    }
+                }
+                vec![(qp, wire)]
+            }
         };
         let count = parts.len() as u32;
         let mut latency = 0;
@@ -558,24 +584,10 @@ impl Steps {
                 waiting[d as usize] += 1;
             }
         }
-        // Round-robin: each transfer's turn on its connection, in the order the connection
-        // sends them (schedule order: a connection's transfers depend on each other in turn).
-        let mut turn = Vec::new();
-        if qp_mode == QpMode::RoundRobin {
-            let mut sent: BTreeMap<(u32, u32, u32), u32> = BTreeMap::new();
-            turn = sched
-                .transfers()
-                .map(|tr| {
-                    let count = sent.entry((tr.src, tr.dst, tr.channel)).or_insert(0);
-                    *count += 1;
-                    *count - 1
-                })
-                .collect();
-        }
         Steps {
             waiting,
             flows_left: FxHashMap::default(),
-            turn,
+            window: QpWindow::new(qp_mode),
             ran: 0,
         }
     }

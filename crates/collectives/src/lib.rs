@@ -20,6 +20,7 @@ pub mod model;
 pub mod op;
 pub mod placement;
 pub mod protocol;
+pub mod qp_window;
 pub mod schedule;
 pub mod tuner;
 

@@ -346,6 +346,40 @@ fn the_routing_story_shows_in_the_numbers() {
 }
 
 #[test]
+fn round_robin_and_dynamic_send_whole_messages_and_split_splits_them() {
+    // A chain broadcast over two hosts, step fidelity, 4 QPs, one channel. Split, each chunk
+    // is 4 flows; round-robin and dynamic send each whole (up to 4 in flight on a connection:
+    // `qp_window`'s tests).
+    let topo = zone();
+    let r = ranks(&topo, 16, Placement::Contiguous);
+    let row = |mode| {
+        let mut b = bench(
+            Collective::Broadcast,
+            Algorithm::Ring,
+            Routing::Hashed(Policy::EEcmp),
+            4,
+            Fidelity::Step,
+        );
+        b.channels = 1;
+        b.transport.qp_mode = mode;
+        run(&topo, &r, &b, 64 << 20)
+    };
+    let (split, rr, dynamic) = (
+        row(QpMode::Split),
+        row(QpMode::RoundRobin),
+        row(QpMode::Dynamic),
+    );
+    // Every chunk crosses each of the 15 edges; the one network edge splits each in 4.
+    let chunks = (64 << 20) / DEFAULT_CHUNK;
+    assert_eq!(rr.flows, 15 * chunks);
+    assert_eq!(dynamic.flows, rr.flows);
+    assert_eq!(split.flows, 14 * chunks + 4 * chunks);
+    // Equal chunks leave their QPs in the order they went: dynamic takes the QP round-robin
+    // would, and the two agree.
+    assert_eq!(dynamic.time_us, rr.time_us);
+}
+
+#[test]
 fn same_inputs_give_the_same_results() {
     let topo = zone();
     let r = ranks(&topo, 32, Placement::Fragmented { seed: 7 });

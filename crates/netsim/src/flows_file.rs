@@ -138,6 +138,9 @@ pub enum QpUse {
     /// Whole flows on successive QPs: the `k`-th flow of a connection, in list order, on the
     /// QP its line names plus `k mod n`.
     RoundRobin(u32),
+    /// Whole flows, each on the QP of its connection (the one its line names and the `n - 1`
+    /// after it) with the fewest bytes outstanding when it starts, the first among equals.
+    Dynamic(u32),
 }
 
 /// Each flow's completion time (index = position in the list), and the network-link
@@ -188,6 +191,7 @@ fn qp_plan(qps: QpUse, flows: &[(usize, FlowRecord)]) -> Vec<(u32, u32)> {
     match qps {
         QpUse::AsListed => flows.iter().map(|(_, f)| (f.qp, 1)).collect(),
         QpUse::Split(n) => flows.iter().map(|(_, f)| (f.qp, n.max(1))).collect(),
+        QpUse::Dynamic(_) => flows.iter().map(|(_, f)| (f.qp, 1)).collect(),
         QpUse::RoundRobin(n) => {
             let mut sent: HashMap<(NodeId, NodeId), u32> = HashMap::new();
             flows
@@ -199,6 +203,47 @@ fn qp_plan(qps: QpUse, flows: &[(usize, FlowRecord)]) -> Vec<(u32, u32)> {
                     (qp, 1)
                 })
                 .collect()
+        }
+    }
+}
+
+/// Outstanding bytes per QP of each connection, for [`QpUse::Dynamic`].
+struct Outstanding {
+    qps: u32,
+    bytes: HashMap<(NodeId, NodeId, u32), u64>,
+    /// Per engine flow submitted: its connection, QP and bytes.
+    flows: Vec<(NodeId, NodeId, u32, u64)>,
+}
+
+impl Outstanding {
+    fn new(qps: u32) -> Outstanding {
+        Outstanding {
+            qps: qps.max(1),
+            bytes: HashMap::new(),
+            flows: Vec::new(),
+        }
+    }
+
+    /// The QP, among `first` and the `qps - 1` after it, with the fewest bytes outstanding.
+    fn take(&self, src: NodeId, dst: NodeId, first: u32) -> u32 {
+        (0..self.qps)
+            .map(|k| first.wrapping_add(k))
+            .min_by_key(|&q| self.bytes.get(&(src, dst, q)).copied().unwrap_or(0))
+            .unwrap_or(first)
+    }
+
+    fn submitted(&mut self, id: u32, src: NodeId, dst: NodeId, qp: u32, bytes: u64) {
+        debug_assert_eq!(id as usize, self.flows.len());
+        self.flows.push((src, dst, qp, bytes));
+        *self.bytes.entry((src, dst, qp)).or_insert(0) += bytes;
+    }
+
+    fn completed(&mut self, done: &[Completion]) {
+        for c in done {
+            let (src, dst, qp, bytes) = self.flows[c.flow.0 as usize];
+            if let Some(b) = self.bytes.get_mut(&(src, dst, qp)) {
+                *b -= bytes;
+            }
         }
     }
 }
@@ -216,10 +261,19 @@ fn run<E: Engine>(
     // Per flow: its parts' engine ids, which are consecutive (first, count).
     let mut ids = vec![(0u32, 0u32); flows.len()];
     let mut done: Vec<Completion> = Vec::new();
+    let mut dynamic = match qps {
+        QpUse::Dynamic(n) => Some(Outstanding::new(n)),
+        _ => None,
+    };
     for &i in &order {
         let (line, f) = &flows[i];
-        let (qp, parts) = plan[i];
+        let (mut qp, parts) = plan[i];
+        let seen = done.len();
         net.advance(f.start, &mut done);
+        if let Some(d) = &mut dynamic {
+            d.completed(&done[seen..]);
+            qp = d.take(f.src, f.dst, f.qp);
+        }
         for p in 0..parts {
             // Split evenly; the first `bytes mod parts` parts carry one byte more.
             let bytes =
@@ -233,6 +287,9 @@ fn run<E: Engine>(
                 })?;
             if p == 0 {
                 ids[i] = (id.0, parts);
+            }
+            if let Some(d) = &mut dynamic {
+                d.submitted(id.0, f.src, f.dst, qp, bytes);
             }
         }
     }
@@ -283,4 +340,29 @@ fn run<E: Engine>(
         utilization,
         links: stats.uses(topo, makespan.0),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::FlowId;
+
+    #[test]
+    fn dynamic_qps_take_the_least_outstanding_and_free_up_on_completion() {
+        let (a, b) = (NodeId(1), NodeId(2));
+        let mut q = Outstanding::new(2);
+        // A large message on QP 5 (the line's), a small one beside it on QP 6.
+        assert_eq!(q.take(a, b, 5), 5);
+        q.submitted(0, a, b, 5, 1 << 30);
+        assert_eq!(q.take(a, b, 5), 6);
+        q.submitted(1, a, b, 6, 1 << 20);
+        // The small one done, the next goes on its QP again, not on the busy one's.
+        q.completed(&[Completion {
+            flow: FlowId(1),
+            at: Nanos(10),
+        }]);
+        assert_eq!(q.take(a, b, 5), 6);
+        // Another connection has its own QPs.
+        assert_eq!(q.take(b, a, 5), 5);
+    }
 }
