@@ -26,7 +26,7 @@ use std::collections::{BTreeMap, BinaryHeap};
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
-use fabricsim_netsim::{Engine, FlowId, Leg, Network, NetworkError, Strand};
+use fabricsim_netsim::{Engine, FlowId, Leg, Legs, Network, NetworkError, Strand};
 use fabricsim_routing::key::mix;
 use fabricsim_routing::select::Ticket;
 use fabricsim_routing::{FlowKey, PathSelection};
@@ -38,7 +38,7 @@ use crate::layout::Ranks;
 use crate::model::{Costing, Platform};
 use crate::protocol::{HopKind, Protocol};
 use crate::qp_window::QpWindow;
-use crate::schedule::{Path, Schedule, Transfer, NONE};
+use crate::schedule::{Csr, Path, Schedule, Transfer, NONE};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum QpMode {
@@ -114,9 +114,11 @@ struct Steps {
 
 /// Per-group bookkeeping of pipelined fidelity.
 struct Groups {
-    members: Vec<Vec<u32>>,
+    /// Each group's transfers.
+    members: Csr,
     waiting: Vec<u32>,
-    followers: Vec<Vec<u32>>,
+    /// The groups that come after each group.
+    followers: Csr,
     /// Per group, once submitted: whether an edge crosses the network, and its pipeline fill.
     crosses: Vec<bool>,
     fill: Vec<u64>,
@@ -368,9 +370,9 @@ impl Execution {
     ) -> Result<Strand, ExecError> {
         let topo = net.topology();
         let tickets = &mut self.tickets;
-        let mut select = |key: FlowKey| -> Vec<Leg> {
+        let mut select = |key: FlowKey| -> Legs {
             if net.path_selection() == PathSelection::Hashed {
-                return vec![Leg::Routed(key)];
+                return Legs::from_iter([Leg::Routed(key)]);
             }
             let (legs, ticket) = net.select(key, bytes, Nanos(now));
             if let Some(ticket) = ticket {
@@ -390,18 +392,20 @@ impl Execution {
         };
         let legs = match t.path {
             Path::Direct if self.ranks.same_host(t.src, t.dst) => {
-                vec![Leg::Routed(key(t.src, t.dst, qp))]
+                Legs::from_iter([Leg::Routed(key(t.src, t.dst, qp))])
             }
             Path::Direct => select(key(t.src, t.dst, qp)),
             Path::Via(p) => {
-                let mut legs = vec![Leg::Routed(key(t.src, p, 0))];
+                let mut legs = Legs::from_iter([Leg::Routed(key(t.src, p, 0))]);
                 legs.extend(select(key(p, t.dst, qp)));
                 legs
             }
-            Path::NvlsUp => vec![Leg::Link(Self::nvswitch_port(topo, self.ranks.gpu(t.src))?)],
-            Path::NvlsDown => vec![Leg::Link(
+            Path::NvlsUp => {
+                Legs::from_iter([Leg::Link(Self::nvswitch_port(topo, self.ranks.gpu(t.src))?)])
+            }
+            Path::NvlsDown => Legs::from_iter([Leg::Link(
                 Self::nvswitch_port(topo, self.ranks.gpu(t.dst))?.reverse(),
-            )],
+            )]),
         };
         // In-switch reduction and multicast sustain NCCL's NVLS efficiency of the port.
         let weight = match t.path {
@@ -520,7 +524,7 @@ impl Execution {
         let State::Groups(g) = &self.state else {
             unreachable!("group submissions only in pipelined fidelity")
         };
-        let edges = g.members[i as usize].clone();
+        let edges = g.members.get(i).to_vec();
         let wire: Vec<u64> = edges
             .iter()
             .map(|&t| self.costing.wire(self.sched.transfer(t).bytes))
@@ -565,7 +569,7 @@ impl Execution {
             return;
         };
         g.finished += 1;
-        for &f in &g.followers[i as usize] {
+        for &f in g.followers.get(i) {
             g.waiting[f as usize] -= 1;
             if g.waiting[f as usize] == 0 {
                 self.queue.push(Reverse((at, SUBMIT, f)));
@@ -596,17 +600,22 @@ impl Steps {
 impl Groups {
     fn new(sched: &Schedule) -> Groups {
         let g = sched.groups.len();
-        let mut members: Vec<Vec<u32>> = vec![Vec::new(); g];
-        for (i, t) in sched.transfers().enumerate() {
-            members[t.group as usize].push(i as u32);
-        }
+        let members = Csr::new(
+            g,
+            sched
+                .transfers()
+                .enumerate()
+                .map(|(i, t)| (t.group, i as u32)),
+        );
         let waiting: Vec<u32> = sched.groups.iter().map(|x| x.after.len() as u32).collect();
-        let mut followers: Vec<Vec<u32>> = vec![Vec::new(); g];
-        for (i, x) in sched.groups.iter().enumerate() {
-            for &a in &x.after {
-                followers[a as usize].push(i as u32);
-            }
-        }
+        let followers = Csr::new(
+            g,
+            sched
+                .groups
+                .iter()
+                .enumerate()
+                .flat_map(|(i, x)| x.after.iter().map(move |&a| (a, i as u32))),
+        );
         Groups {
             members,
             waiting,

@@ -7,7 +7,7 @@
 //! - [`Costing`]: how the collective's algorithm and protocol turn payload into wire bytes, what
 //!   each step and the whole collective cost in latency, and NCCL's cap on LL's bandwidth.
 
-use fabricsim_netsim::{Engine, Leg, Network, NetworkError, Strand};
+use fabricsim_netsim::{Engine, Leg, Legs, Network, NetworkError, Strand};
 use fabricsim_routing::FlowKey;
 use fabricsim_topology::{Nanos, NodeKind, Topology};
 
@@ -105,7 +105,7 @@ impl Platform {
         for (a, b) in pairs {
             let key = FlowKey::connection(ranks.gpu(hosts[a][0]), ranks.gpu(hosts[b][0]), 0, 0);
             let strand = Strand {
-                legs: vec![Leg::Routed(key)],
+                legs: Legs::from_iter([Leg::Routed(key)]),
                 weight: 1.0,
             };
             let latency = net.strand_latency(&strand)?;

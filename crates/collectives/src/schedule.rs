@@ -122,11 +122,11 @@ pub struct Group {
 #[derive(Clone, Debug, Default)]
 pub struct Schedule {
     transfers: Vec<Packed>,
-    /// CSR over transfers: before [`Schedule::finish`], each one's dependencies; after, its
-    /// dependents.
-    offsets: Vec<u32>,
-    edges: Vec<u32>,
-    finished: bool,
+    /// Until [`Schedule::finish`]: each transfer's dependencies, in CSR form.
+    dep_offsets: Vec<u32>,
+    deps: Vec<u32>,
+    /// Once finished: each transfer's dependents.
+    dependents: Option<Csr>,
     pub groups: Vec<Group>,
     /// Per group, its channel (its first transfer's).
     channels: Vec<u32>,
@@ -135,7 +135,7 @@ pub struct Schedule {
 impl Schedule {
     pub fn new() -> Schedule {
         Schedule {
-            offsets: vec![0],
+            dep_offsets: vec![0],
             ..Schedule::default()
         }
     }
@@ -151,7 +151,7 @@ impl Schedule {
     /// returns its index.
     pub fn push(&mut self, t: Transfer, prev: u32, deps: impl IntoIterator<Item = u32>) -> u32 {
         debug_assert!(
-            !self.finished,
+            self.dependents.is_none(),
             "a finished schedule takes no more transfers"
         );
         let id = self.transfers.len() as u32;
@@ -177,42 +177,26 @@ impl Schedule {
         for d in deps {
             if d != NONE {
                 debug_assert!(d < id, "dependencies come first");
-                self.edges.push(d);
+                self.deps.push(d);
             }
         }
-        self.offsets.push(self.edges.len() as u32);
+        self.dep_offsets.push(self.deps.len() as u32);
         id
     }
 
-    /// Turns each transfer's dependencies into its dependents (a counting sort of the edges by
-    /// dependency, each list in transfer order), holding one extra offset table while it does.
+    /// Turns each transfer's dependencies into its dependents, each list in transfer order.
     pub fn finish(&mut self) {
-        if self.finished {
+        if self.dependents.is_some() {
             return;
         }
-        let n = self.transfers.len();
-        // Each transfer's first dependent's place, then its cursor while the lists fill.
-        let mut offsets = vec![0u32; n + 1];
-        for &d in &self.edges {
-            offsets[d as usize + 1] += 1;
-        }
-        for i in 0..n {
-            offsets[i + 1] += offsets[i];
-        }
-        let mut dependents = vec![0u32; self.edges.len()];
-        for t in 0..n {
-            for e in self.offsets[t] as usize..self.offsets[t + 1] as usize {
-                let d = self.edges[e] as usize;
-                dependents[offsets[d] as usize] = t as u32;
-                offsets[d] += 1;
-            }
-        }
-        // Each cursor now stands at the next list's start.
-        offsets.copy_within(0..n, 1);
-        offsets[0] = 0;
-        self.offsets = offsets;
-        self.edges = dependents;
-        self.finished = true;
+        let (offsets, deps) = (&self.dep_offsets, &self.deps);
+        let edges = (0..self.transfers.len()).flat_map(|t| {
+            deps[offsets[t] as usize..offsets[t + 1] as usize]
+                .iter()
+                .map(move |&d| (d, t as u32))
+        });
+        self.dependents = Some(Csr::new(self.transfers.len(), edges));
+        (self.dep_offsets, self.deps) = (Vec::new(), Vec::new());
     }
 
     pub fn len(&self) -> usize {
@@ -238,7 +222,7 @@ impl Schedule {
     }
 
     /// Every transfer, in order.
-    pub fn transfers(&self) -> impl ExactSizeIterator<Item = Transfer> + '_ {
+    pub fn transfers(&self) -> impl ExactSizeIterator<Item = Transfer> + Clone + '_ {
         (0..self.transfers.len() as u32).map(|i| self.transfer(i))
     }
 
@@ -252,17 +236,12 @@ impl Schedule {
         self.transfers[i as usize].next
     }
 
-    /// The transfers whose dependencies include `i` (once [`Schedule::finish`]ed).
+    /// The transfers whose dependencies include `i`.
     pub fn dependents(&self, i: u32) -> &[u32] {
-        debug_assert!(
-            self.finished,
-            "dependents are known once the schedule is finished"
-        );
-        let (a, b) = (
-            self.offsets[i as usize] as usize,
-            self.offsets[i as usize + 1] as usize,
-        );
-        &self.edges[a..b]
+        self.dependents
+            .as_ref()
+            .expect("dependents are known once the schedule is finished")
+            .get(i)
     }
 
     /// Payload bytes each rank sends (NVLS: into its switch) and receives.
@@ -280,6 +259,40 @@ impl Schedule {
             }
         }
         (sent, received)
+    }
+}
+
+/// Lists of `u32` per index in one table.
+#[derive(Clone, Debug, Default)]
+pub struct Csr {
+    offsets: Vec<u32>,
+    items: Vec<u32>,
+}
+
+impl Csr {
+    /// The lists of `n` indices from (index, item) pairs, each list in the pairs' order: a
+    /// counting sort holding no table but the result.
+    pub fn new(n: usize, pairs: impl Iterator<Item = (u32, u32)> + Clone) -> Csr {
+        let mut offsets = vec![0u32; n + 1];
+        for (i, _) in pairs.clone() {
+            offsets[i as usize + 1] += 1;
+        }
+        for i in 0..n {
+            offsets[i + 1] += offsets[i];
+        }
+        let mut items = vec![0u32; offsets[n] as usize];
+        // Each list's start serves as its cursor, and ends at the next list's start.
+        for (i, x) in pairs {
+            items[offsets[i as usize] as usize] = x;
+            offsets[i as usize] += 1;
+        }
+        offsets.copy_within(0..n, 1);
+        offsets[0] = 0;
+        Csr { offsets, items }
+    }
+
+    pub fn get(&self, i: u32) -> &[u32] {
+        &self.items[self.offsets[i as usize] as usize..self.offsets[i as usize + 1] as usize]
     }
 }
 

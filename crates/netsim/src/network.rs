@@ -17,6 +17,8 @@ use fabricsim_routing::select::{Choice, PathSelection, Selector, Ticket};
 use fabricsim_routing::{FlowKey, LinkCondition, LinkState, RouteError, Router, RoutingPolicy};
 use fabricsim_topology::{Bandwidth, LinkId, Nanos, NodeId, Topology};
 
+use smallvec::{smallvec, SmallVec};
+
 use crate::attribution::Attribution;
 use crate::engine::{Completion, Engine, FlowId, FlowSpec, LinkStats};
 use crate::window::Window;
@@ -28,10 +30,13 @@ pub enum Leg {
     Link(LinkId),
 }
 
+/// A strand's legs: one or two inline (a direct path, or NVLink to a proxy then the network).
+pub type Legs = SmallVec<[Leg; 2]>;
+
 /// Legs in series, carrying `weight` times the bundle's rate on each of their links.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Strand {
-    pub legs: Vec<Leg>,
+    pub legs: Legs,
     pub weight: f64,
 }
 
@@ -194,7 +199,7 @@ impl<'t, E: Engine> Network<'t, E> {
     /// The legs of a message of `bytes` on connection `key` at `now`, as the hosts' path
     /// selection puts it; hand the ticket back through [`Network::message_done`] when the
     /// message is done.
-    pub fn select(&mut self, key: FlowKey, bytes: u64, now: Nanos) -> (Vec<Leg>, Option<Ticket>) {
+    pub fn select(&mut self, key: FlowKey, bytes: u64, now: Nanos) -> (Legs, Option<Ticket>) {
         let (topo, state, router) = (self.topo, &self.state, &mut self.router);
         let (choice, ticket) =
             self.selector
@@ -202,7 +207,7 @@ impl<'t, E: Engine> Network<'t, E> {
                     fabricsim_routing::select::candidate_paths(router, state, key, limit)
                 });
         let legs = match choice {
-            Choice::Key(k) => vec![Leg::Routed(k)],
+            Choice::Key(k) => smallvec![Leg::Routed(k)],
             Choice::Path(links) => links.into_iter().map(Leg::Link).collect(),
         };
         (legs, ticket)
