@@ -200,10 +200,10 @@ impl<'t, E: Engine> Network<'t, E> {
     /// selection puts it; hand the ticket back through [`Network::message_done`] when the
     /// message is done.
     pub fn select(&mut self, key: FlowKey, bytes: u64, now: Nanos) -> (Legs, Option<Ticket>) {
-        let (topo, state, router) = (self.topo, &self.state, &mut self.router);
+        let (state, router) = (&self.state, &mut self.router);
         let (choice, ticket) =
             self.selector
-                .choose(key, bytes, now, state.version(), topo, |_, _, limit| {
+                .choose(key, bytes, now, state.version(), |_, _, limit| {
                     fabricsim_routing::select::candidate_paths(router, state, key, limit)
                 });
         let legs = match choice {

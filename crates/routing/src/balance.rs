@@ -142,7 +142,7 @@ pub fn selected_link_loads(
     for &(src, dst) in pairs {
         for qp in 0..qps {
             let key = FlowKey::connection(src, dst, qp, seed);
-            let (choice, _) = hosts.choose(key, 1, Nanos(0), 0, topo, |_, _, limit| {
+            let (choice, _) = hosts.choose(key, 1, Nanos(0), 0, |_, _, limit| {
                 candidate_paths(router, state, key, limit)
             });
             match choice {

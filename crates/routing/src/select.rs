@@ -8,9 +8,9 @@
 //!   two planes; Qian et al., "Alibaba HPN: A Data Center Network for Large Language Model
 //!   Training", SIGCOMM 2024, §5). fabricsim does the same: it routes the connection's source
 //!   port and its variants under the switches' policy and keeps up to `paths` of the paths found
-//!   that share no link beyond those every path between the two GPUs crosses (their PCIe links,
-//!   and a single-port NIC's cable), greedily in the order found. On single-homed hosts the paths
-//!   are disjoint in the fabric above the ToRs.
+//!   that share no link beyond those every path found crosses (the GPUs' PCIe links, and the
+//!   cable of a NIC with one port, or with one port up), greedily in the order found. On
+//!   single-homed hosts the paths are disjoint in the fabric above the ToRs.
 //! - **Flowlets**: a connection keeps its path while it has messages in flight, and is re-hashed
 //!   (a new source port) when a message starts after the connection sat idle for at least `gap`,
 //!   so bursts separated by compute can take different paths (flowlet switching: Kandula et al.,
@@ -21,7 +21,7 @@
 
 use std::collections::HashMap;
 
-use fabricsim_topology::{LinkId, Nanos, NodeId, NodeKind, Topology};
+use fabricsim_topology::{LinkId, Nanos, NodeId};
 
 use crate::key::{mix, FlowKey};
 use crate::link_state::LinkState;
@@ -148,7 +148,6 @@ impl Selector {
         bytes: u64,
         now: Nanos,
         version: u64,
-        topo: &Topology,
         paths: impl FnOnce(NodeId, NodeId, usize) -> Vec<Vec<LinkId>>,
     ) -> (Choice, Option<Ticket>) {
         match self.mode {
@@ -163,7 +162,7 @@ impl Selector {
                 let entry = &mut self.entries[e as usize];
                 if !entry.used {
                     entry.used = true;
-                    entry.paths = disjoint(topo, paths(key.src, key.dst, 64), k as usize);
+                    entry.paths = disjoint(paths(key.src, key.dst, 64), k as usize);
                     entry.outstanding = vec![0; entry.paths.len()];
                 }
                 // The path with the fewest outstanding bytes, the first among equals.
@@ -273,24 +272,18 @@ pub fn candidate_paths(
     out
 }
 
-/// Up to `k` of `candidates` that share no link but what every path between their ends must
-/// cross (the GPUs' PCIe links, and the cable of a NIC with one port), greedily in order.
-fn disjoint(topo: &Topology, candidates: Vec<Vec<LinkId>>, k: usize) -> Vec<Vec<LinkId>> {
-    let sole_port = |n: NodeId| {
-        topo.kind(n) == NodeKind::Nic
-            && topo
-                .out_links(n)
-                .iter()
-                .filter(|&&l| matches!(topo.kind(topo.link(l).dst), NodeKind::Switch(_)))
-                .count()
-                == 1
+/// Up to `k` of `candidates` that share no link but those every candidate crosses (the GPUs'
+/// PCIe links, and the cable of a NIC with one port, or with one port up), greedily in order.
+fn disjoint(candidates: Vec<Vec<LinkId>>, k: usize) -> Vec<Vec<LinkId>> {
+    let common: Vec<LinkId> = match candidates.split_first() {
+        Some((first, rest)) => first
+            .iter()
+            .copied()
+            .filter(|l| rest.iter().all(|p| p.contains(l)))
+            .collect(),
+        None => Vec::new(),
     };
-    let shared = |l: LinkId| {
-        let x = topo.link(l);
-        [x.src, x.dst]
-            .into_iter()
-            .any(|n| topo.kind(n) == NodeKind::Gpu || sole_port(n))
-    };
+    let shared = |l: LinkId| common.contains(&l);
     let mut taken: Vec<LinkId> = Vec::new();
     let mut out = Vec::new();
     for path in candidates {

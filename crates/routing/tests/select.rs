@@ -18,7 +18,7 @@ fn choose(
     now: u64,
 ) -> (Choice, Option<fabricsim_routing::select::Ticket>) {
     let state = LinkState::new(topo);
-    sel.choose(key, 1 << 20, Nanos(now), 0, topo, |s, d, limit| {
+    sel.choose(key, 1 << 20, Nanos(now), 0, |s, d, limit| {
         router
             .equal_cost_paths(&state, s, d, limit)
             .map(|(p, _)| p)
@@ -134,4 +134,43 @@ fn a_flowlet_is_rehashed_only_after_the_gap() {
     let (c4, _) = choose(&mut sel, &mut router, &topo, key, 100 + 2 * gap);
     assert_ne!(port(&c4), port(&c1));
     assert!(port(&c4) >= 0xC000, "still a dynamic port");
+}
+
+#[test]
+fn a_dual_tor_host_with_a_port_down_keeps_disjoint_paths_through_the_other() {
+    let topo = hpn();
+    let (a, b) = (
+        topo.hosts()[0].gpus[0],
+        topo.hosts().last().unwrap().gpus[0],
+    );
+    // Take one of the source NIC's two ports down.
+    let nic = topo
+        .out_links(a)
+        .iter()
+        .map(|&l| topo.link(l).dst)
+        .find(|&n| topo.kind(n) == NodeKind::Nic)
+        .unwrap();
+    let ports: Vec<LinkId> = topo
+        .out_links(nic)
+        .iter()
+        .copied()
+        .filter(|&l| matches!(topo.kind(topo.link(l).dst), NodeKind::Switch(_)))
+        .collect();
+    assert_eq!(ports.len(), 2, "a dual-port NIC");
+    let mut state = LinkState::new(&topo);
+    state.set_cable(ports[0], fabricsim_routing::LinkCondition::Down);
+    let mut router = Router::new(&topo, Policy::Ecmp, HashConfig::default());
+    let mut sel = Selector::new(PathSelection::Disjoint { paths: 4 });
+    let key = FlowKey::connection(a, b, 0, 0);
+    sel.choose(key, 1 << 20, Nanos(0), 1, |s, d, limit| {
+        router
+            .equal_cost_paths(&state, s, d, limit)
+            .map(|(p, _)| p)
+            .unwrap_or_default()
+    });
+    let paths = sel.paths(a, b);
+    assert!(paths.len() >= 2, "paths part above the surviving port");
+    for p in paths {
+        assert!(p.contains(&ports[1]) && !p.contains(&ports[0]));
+    }
 }
