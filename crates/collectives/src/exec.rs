@@ -119,9 +119,11 @@ struct Groups {
     waiting: Vec<u32>,
     /// The groups that come after each group.
     followers: Csr,
-    /// Per group, once submitted: whether an edge crosses the network, and its pipeline fill.
+    /// Per group, once submitted: whether an edge crosses the network, its pipeline fill, and
+    /// its bundle's latency (a vector, not a map: in an all-to-all every group is in flight).
     crosses: Vec<bool>,
     fill: Vec<u64>,
+    latency: Vec<u64>,
     finished: usize,
 }
 
@@ -138,7 +140,7 @@ pub struct Execution {
     costing: Costing,
     platform: Platform,
     queue: BinaryHeap<Reverse<(u64, u8, u32)>>,
-    /// Per transfer or group in flight: its latency, known once submitted.
+    /// Per transfer in flight (step fidelity): its latency, known once submitted.
     latency: FxHashMap<u32, u64>,
     state: State,
     start: u64,
@@ -290,7 +292,7 @@ impl Execution {
                 let i = owner as usize;
                 // The bundle's latency is its slowest strand's: the network path when an edge
                 // crosses the network, else the NVLink path.
-                let path = Nanos(self.latency.remove(&owner).unwrap_or(0));
+                let path = Nanos(g.latency[i]);
                 let (nvlink, network) = if g.crosses[i] {
                     (self.platform.nvlink_path, path)
                 } else {
@@ -556,10 +558,10 @@ impl Execution {
             &self.platform,
         );
         let latency = self.submit(net, strands, most, i, submitted)?;
-        self.latency.insert(i, latency);
         if let State::Groups(g) = &mut self.state {
             g.crosses[i as usize] = crosses;
             g.fill[i as usize] = fill.0;
+            g.latency[i as usize] = latency;
         }
         Ok(())
     }
@@ -622,6 +624,7 @@ impl Groups {
             followers,
             crosses: vec![false; g],
             fill: vec![0; g],
+            latency: vec![0; g],
             finished: 0,
         }
     }
