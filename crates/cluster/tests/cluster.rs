@@ -327,6 +327,15 @@ fn converted_pytorch_trace_replays() {
 
 /// Sends and receives match by (source, destination, tag), whichever peer slot names the rank:
 /// with two pipeline stages a rank's previous and next stage are the same rank.
+/// An op of `kind`, unlabelled.
+fn op(kind: OpKind) -> Op {
+    Op {
+        id: 0,
+        label: 0,
+        kind,
+    }
+}
+
 /// Rank 0 runs `sender` (its peer slots naming `peers`), rank 1 `receiver` (peer 0).
 fn sender_and_receiver(
     name: &str,
@@ -357,11 +366,6 @@ fn sender_and_receiver(
 #[test]
 fn a_peer_named_in_two_slots_matches_by_rank_and_tag() {
     let topo = zone();
-    let op = |kind| Op {
-        id: 0,
-        label: 0,
-        kind,
-    };
     let mut sender = Program::new();
     for (peer, tag) in [(0, 1), (1, 2), (1, 1)] {
         sender.push(
@@ -396,11 +400,6 @@ fn a_peer_named_in_two_slots_matches_by_rank_and_tag() {
 /// the number of RTSW -> CTSW uplinks that carried them.
 fn uplinks_of_concurrent_sends(selection: PathSelection) -> usize {
     let topo = zone();
-    let op = |kind| Op {
-        id: 0,
-        label: 0,
-        kind,
-    };
     let mut sender = Program::new();
     let mut receiver = Program::new();
     for tag in 0..4 {
