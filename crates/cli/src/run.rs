@@ -276,6 +276,7 @@ fn execute(scenario: Scenario, name: &str, out: &OutputArgs) -> CmdResult {
             }
             None => 0,
         },
+        background: Vec::new(),
     };
     let bar = crate::progress::bar(1, "ops");
     let result = simulate(&scenario, &topo, options, |t, done, total| {

@@ -119,6 +119,9 @@ pub struct RunOptions {
     pub sample_links: bool,
     /// Charge each job's bytes to the links they crossed ([`RunOutput::job_links`]).
     pub attribute_links: bool,
+    /// Per link, the fraction of its payload capacity taken all run long by traffic outside
+    /// the simulation (the mean load of jobs simulated apart; below 1).
+    pub background: Vec<(fabricsim_topology::LinkId, f64)>,
 }
 
 pub struct Orchestrator<'t> {
@@ -155,7 +158,11 @@ impl<'t> Orchestrator<'t> {
         // Links carry payload at their transports' efficiencies, those of the first job's GPUs
         // (jobs of different generations on one fabric share its NVLink figures).
         let gpu = jobs.first().map_or(Generation::H100, JobSpec::generation);
-        net.set_link_efficiency(link_efficiency(net.topology(), gpu));
+        let mut efficiency = link_efficiency(net.topology(), gpu);
+        for &(l, taken) in &options.background {
+            efficiency[l.index()] *= 1.0 - taken;
+        }
+        net.set_link_efficiency(efficiency);
         if options.attribute_links {
             net.attribute();
         }

@@ -8,6 +8,7 @@
 //! shape of placement); components fail and are repaired by the failure model ([`failures`]),
 //! jobs checkpoint and restart; [`report`] says what each job and the cluster got.
 
+pub mod coupling;
 pub mod failures;
 pub mod hierarchy;
 pub mod plan;

@@ -23,6 +23,10 @@ struct ClusterToml {
     /// Whole hosts each zone keeps for jobs restarting after a failure.
     #[serde(default)]
     spares: u32,
+    /// Jobs sharing links, directly or through others, are simulated together up to this
+    /// many GPUs; a wider chain is cut at the zones' edges (crate::coupling).
+    #[serde(default = "exact_group_gpus")]
+    exact_group_gpus: u64,
     #[serde(default = "young_daly")]
     checkpoint_every: String,
     #[serde(default = "write_time")]
@@ -122,6 +126,12 @@ fn restart_time() -> String {
     // Assumed: relaunch, communicator set-up and checkpoint load (no public figure here).
     "10min".into()
 }
+/// A cost bound, not a physical figure: a group of 8,192 GPUs takes about 10 s to simulate on
+/// one core (docs/commands/cluster.md, performance), and a month re-simulates a group at every
+/// start, end or failure among its jobs.
+fn exact_group_gpus() -> u64 {
+    8192
+}
 fn hour() -> String {
     "1h".into()
 }
@@ -187,6 +197,9 @@ pub struct Plan {
     pub seed: u64,
     pub scheduler: String,
     pub spares: u32,
+    /// Groups of jobs sharing links are simulated together up to this many GPUs; wider ones
+    /// are cut at the zones' edges ([`crate::coupling`]).
+    pub exact_group_gpus: u64,
     pub checkpoint: Checkpoint,
     pub checkpoint_write: f64,
     pub restart: f64,
@@ -445,6 +458,7 @@ impl Plan {
             seed: c.seed,
             scheduler: c.scheduler,
             spares: c.spares,
+            exact_group_gpus: c.exact_group_gpus,
             checkpoint,
             checkpoint_write: at("checkpoint_write", seconds(&c.checkpoint_write))?,
             restart: at("restart", seconds(&c.restart))?,

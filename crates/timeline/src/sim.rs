@@ -119,7 +119,7 @@ impl<'a> Sim<'a> {
         h: &'a Hierarchy,
         seed: u64,
     ) -> Result<Sim<'a>, TimelineError> {
-        let times = StepTimes::new(topo, &plan.scenario, h)?;
+        let times = StepTimes::new(topo, &plan.scenario, h, plan.exact_group_gpus)?;
         let mut outages = Vec::new();
         for (i, o) in plan.outages.iter().enumerate() {
             let key = format!("[[cluster.outage]] {}", i + 1);

@@ -20,6 +20,10 @@
 //! assumes the racks of a zone, and the zones, are alike (true of every preset; an irregular
 //! fabric file gets the result of the first placement of each shape), and ECMP's hash luck is
 //! that of the first placement simulated.
+//!
+//! **Wide chains.** A group of more than the plan's `exact_group_gpus` is cut at the zones'
+//! edges: the jobs sharing racks are simulated together, and the other jobs of the chain that
+//! leave a zone they leave stand for a steady load on its edge ([`crate::coupling`]).
 
 use fabricsim_cluster::placement::Placement;
 use fabricsim_cluster::scenario::Scenario;
@@ -31,17 +35,34 @@ use fabricsim_topology::Topology;
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use crate::coupling::{domains_of, Domain, Domains, EdgeLoad, Loads};
 use crate::hierarchy::{Allocation, Hierarchy};
 
 /// A job's GPUs with zones, racks and hosts renumbered: per host (zone, rack, host, GPU mask),
 /// or, where racks are non-blocking, runs of hosts (zone, hosts in the run, GPU mask).
 type Shape = Vec<(u32, u32, u32, u64)>;
-type Key = Vec<(u32, Shape)>;
+/// A group's jobs (template, shape), and the loads of jobs simulated apart on the links of its
+/// one job's racks and zones, numbered in the job's order ([`crate::coupling`]).
+type Key = (Vec<(u32, Shape)>, Loads);
+
+/// Jobs to simulate together (template, GPUs), with the loads on their links from others.
+type Wanted<'j> = (Vec<(u32, &'j Allocation)>, Loads);
+
+/// A group of jobs simulated together, and the loads that jobs simulated apart put on the
+/// links of the racks and zones it leaves (only for a job by itself).
+struct Group {
+    members: Vec<usize>,
+    loads: Loads,
+}
 
 /// Renumbers the zones, racks and hosts of `allocs`, in order, by first appearance. With
 /// `coarse`, racks and hosts are left out: consecutive hosts of one zone with the same GPUs
-/// become one run.
-fn shapes(h: &Hierarchy, allocs: &[&Allocation], coarse: bool) -> Vec<Shape> {
+/// become one run. Also returns the zones' new numbers.
+fn shapes(
+    h: &Hierarchy,
+    allocs: &[&Allocation],
+    coarse: bool,
+) -> (Vec<Shape>, FxHashMap<u32, u32>) {
     let (mut zones, mut racks, mut hosts) = (
         FxHashMap::default(),
         FxHashMap::default(),
@@ -51,7 +72,7 @@ fn shapes(h: &Hierarchy, allocs: &[&Allocation], coarse: bool) -> Vec<Shape> {
         let n = map.len() as u32;
         *map.entry(x).or_insert(n)
     };
-    allocs
+    let shapes = allocs
         .iter()
         .map(|a| {
             let mut shape: Shape = Vec::new();
@@ -69,7 +90,8 @@ fn shapes(h: &Hierarchy, allocs: &[&Allocation], coarse: bool) -> Vec<Shape> {
             }
             shape
         })
-        .collect()
+        .collect();
+    (shapes, zones)
 }
 
 /// What a job's iteration took in a group's simulation.
@@ -80,12 +102,18 @@ pub struct Step {
     /// (`tp`, `pp`, `dp`, …), as `fabricsim run` reports them.
     pub compute: f64,
     pub exposed: BTreeMap<&'static str, f64>,
+    /// The bytes per second it put on each link of its racks' uplinks and its zones' edges
+    /// ([`crate::coupling`]).
+    pub edge: EdgeLoad,
 }
 
 pub struct StepTimes<'a> {
     topo: &'a Topology,
     base: Scenario,
     h: &'a Hierarchy,
+    domains: Domains,
+    /// Groups of more GPUs than this are cut at the zones' edges.
+    exact_gpus: u64,
     /// Per template: its rank count.
     pub ranks: Vec<u32>,
     cache: FxHashMap<Key, Vec<Step>>,
@@ -101,6 +129,7 @@ impl<'a> StepTimes<'a> {
         topo: &'a Topology,
         scenario: &Scenario,
         h: &'a Hierarchy,
+        exact_gpus: u64,
     ) -> Result<StepTimes<'a>, SimError> {
         let mut ranks = Vec::new();
         for j in &scenario.jobs {
@@ -112,6 +141,8 @@ impl<'a> StepTimes<'a> {
             topo,
             base,
             h,
+            domains: Domains::of(topo, h),
+            exact_gpus,
             ranks,
             cache: FxHashMap::default(),
             fresh: FxHashSet::default(),
@@ -120,28 +151,42 @@ impl<'a> StepTimes<'a> {
         })
     }
 
-    /// The key of a group of `jobs` (template, GPUs), and the order its jobs take in it: by
-    /// workload and own shape, then their joint shape.
-    fn key(&self, jobs: &[(u32, &Allocation)]) -> (Key, Vec<usize>) {
+    /// The key of a group of `jobs` (template, GPUs) with `loads` on its zones' edges, and the
+    /// order its jobs take in it: by workload and own shape, then their joint shape.
+    fn key(&self, jobs: &[(u32, &Allocation)], loads: &[(Domain, u8, u8)]) -> (Key, Vec<usize>) {
         let coarse = self.h.racks_non_blocking;
         let own: Vec<Shape> = jobs
             .iter()
-            .map(|(_, a)| shapes(self.h, &[a], coarse).remove(0))
+            .map(|(_, a)| shapes(self.h, &[a], coarse).0.remove(0))
             .collect();
         let mut order: Vec<usize> = (0..jobs.len()).collect();
         order.sort_by(|&a, &b| (jobs[a].0, &own[a]).cmp(&(jobs[b].0, &own[b])));
         let allocs: Vec<&Allocation> = order.iter().map(|&i| jobs[i].1).collect();
-        let key = order
+        let (joint, _) = shapes(self.h, &allocs, coarse);
+        // Loads come with a job by itself: its racks and zones in its own order.
+        let (racks, zones) = domains_of(self.h, jobs[0].1);
+        let own = |d: Domain| match d {
+            Domain::Rack(r) => Domain::Rack(racks.iter().position(|&x| x == r).unwrap_or(0) as u32),
+            Domain::Zone(z) => Domain::Zone(zones.iter().position(|&x| x == z).unwrap_or(0) as u32),
+        };
+        let mut edge: Loads = loads
             .iter()
-            .map(|&i| jobs[i].0)
-            .zip(shapes(self.h, &allocs, coarse))
+            .filter(|l| (l.1, l.2) != (0, 0))
+            .map(|&(d, out, into)| (own(d), out, into))
             .collect();
-        (key, order)
+        edge.sort_unstable();
+        let members = order.iter().map(|&i| jobs[i].0).zip(joint).collect();
+        ((members, edge), order)
     }
 
-    /// Seconds per iteration of each of `jobs`, simulated together (or as kept).
-    fn group(&mut self, jobs: &[(u32, &Allocation)]) -> Result<Vec<Step>, SimError> {
-        let (key, order) = self.key(jobs);
+    /// Seconds per iteration of each of `jobs`, simulated together with `loads` on their zones'
+    /// edges (or as kept).
+    fn group(
+        &mut self,
+        jobs: &[(u32, &Allocation)],
+        loads: &[(Domain, u8, u8)],
+    ) -> Result<Vec<Step>, SimError> {
+        let (key, order) = self.key(jobs, loads);
         let times = match self.cache.get(&key) {
             Some(t) => {
                 // A group simulated by `prepare` is not reused the first time it is read.
@@ -151,7 +196,8 @@ impl<'a> StepTimes<'a> {
                 t.clone()
             }
             None => {
-                let t = self.simulate(&order.iter().map(|&i| jobs[i]).collect::<Vec<_>>())?;
+                let ordered: Vec<_> = order.iter().map(|&i| jobs[i]).collect();
+                let t = self.simulate(&ordered, loads)?;
                 self.simulated += 1;
                 self.cache.insert(key, t.clone());
                 t
@@ -165,27 +211,35 @@ impl<'a> StepTimes<'a> {
     }
 
     /// Simulates at once, on every core, each group not yet known of: `alone` (each job by
-    /// itself) and the groups of `running` that share links. The results are the same as one
-    /// by one: each group is its own simulation.
+    /// itself), then the groups of `running` that share links (which may need the loads of
+    /// jobs alone). The results are the same as one by one: each group is its own simulation.
     pub fn prepare(
         &mut self,
         alone: &[(u32, &Allocation)],
         running: &[(u32, &Allocation)],
     ) -> Result<(), SimError> {
-        let mut wanted: Vec<Vec<(u32, &Allocation)>> = alone.iter().map(|&j| vec![j]).collect();
-        for members in self.groups(running) {
-            wanted.push(members.iter().map(|&i| running[i]).collect());
-        }
-        let mut misses: Vec<(Key, Vec<(u32, &Allocation)>)> = Vec::new();
-        for jobs in wanted {
-            let (key, order) = self.key(&jobs);
+        let singles: Vec<Wanted> = alone.iter().map(|&j| (vec![j], Vec::new())).collect();
+        self.simulate_missing(singles)?;
+        let wanted = self
+            .groups(running)?
+            .into_iter()
+            .map(|g| (g.members.iter().map(|&i| running[i]).collect(), g.loads))
+            .collect();
+        self.simulate_missing(wanted)
+    }
+
+    /// Simulates, in parallel, those of `wanted` (jobs, loads) that are not kept yet.
+    fn simulate_missing(&mut self, wanted: Vec<Wanted>) -> Result<(), SimError> {
+        let mut misses: Vec<(Key, Wanted)> = Vec::new();
+        for (jobs, loads) in wanted {
+            let (key, order) = self.key(&jobs, &loads);
             if !self.cache.contains_key(&key) && !misses.iter().any(|m| m.0 == key) {
-                misses.push((key, order.iter().map(|&i| jobs[i]).collect()));
+                misses.push((key, (order.iter().map(|&i| jobs[i]).collect(), loads)));
             }
         }
         let results: Vec<Result<Vec<Step>, SimError>> = misses
             .par_iter()
-            .map(|(_, jobs)| self.simulate(jobs))
+            .map(|(_, (jobs, loads))| self.simulate(jobs, loads))
             .collect();
         for ((key, _), r) in misses.into_iter().zip(results) {
             self.cache.insert(key.clone(), r?);
@@ -195,7 +249,11 @@ impl<'a> StepTimes<'a> {
         Ok(())
     }
 
-    fn simulate(&self, jobs: &[(u32, &Allocation)]) -> Result<Vec<Step>, SimError> {
+    fn simulate(
+        &self,
+        jobs: &[(u32, &Allocation)],
+        loads: &[(Domain, u8, u8)],
+    ) -> Result<Vec<Step>, SimError> {
         let mut s = self.base.clone();
         s.jobs = jobs
             .iter()
@@ -221,39 +279,127 @@ impl<'a> StepTimes<'a> {
                 entry
             })
             .collect();
-        let run = simulate(&s, self.topo, RunOptions::default(), |_, _, _| {})?;
+        let options = RunOptions {
+            attribute_links: true,
+            background: self.domains.background(loads),
+            ..RunOptions::default()
+        };
+        let run = simulate(&s, self.topo, options, |_, _, _| {})?;
         Ok(run
             .reports
             .iter()
-            .map(|r| Step {
-                seconds: r.iteration_ms / 1e3,
-                compute: r.compute_fraction,
-                exposed: r.exposed_comm_by_scope.clone(),
+            .enumerate()
+            .map(|(k, r)| {
+                let seconds = r.iteration_ms / 1e3;
+                let links = run.output.job_links.get(k).map_or(&[][..], |l| &l[..]);
+                Step {
+                    seconds,
+                    compute: r.compute_fraction,
+                    exposed: r.exposed_comm_by_scope.clone(),
+                    edge: self.domains.load(self.h, jobs[k].1, links, seconds),
+                }
             })
             .collect())
     }
 
     /// Seconds per iteration of `template` alone on `alloc`.
     pub fn alone(&mut self, template: u32, alloc: &Allocation) -> Result<Step, SimError> {
-        Ok(self.group(&[(template, alloc)])?.remove(0))
+        Ok(self.group(&[(template, alloc)], &[])?.remove(0))
     }
 
     /// Seconds per iteration of each running job (template, GPUs), with the jobs it shares
     /// links with.
     pub fn running(&mut self, jobs: &[(u32, &Allocation)]) -> Result<Vec<Step>, SimError> {
         let mut out = vec![Step::default(); jobs.len()];
-        for members in self.groups(jobs) {
-            let times = self.group(&members.iter().map(|&i| jobs[i]).collect::<Vec<_>>())?;
-            for (k, &i) in members.iter().enumerate() {
+        for g in self.groups(jobs)? {
+            let members: Vec<_> = g.members.iter().map(|&i| jobs[i]).collect();
+            let times = self.group(&members, &g.loads)?;
+            for (k, &i) in g.members.iter().enumerate() {
                 out[i] = times[k].clone();
             }
         }
         Ok(out)
     }
 
-    /// The groups of `jobs` (template, GPUs) that share links, as indices into `jobs`.
-    fn groups(&self, jobs: &[(u32, &Allocation)]) -> Vec<Vec<usize>> {
-        // Union-find over jobs sharing a rack, or both leaving their zones.
+    /// The groups of `jobs` (template, GPUs) to simulate: those sharing links, where a chain of
+    /// them is more than `exact_gpus`, cut into its jobs, each with the others' loads.
+    fn groups(&mut self, jobs: &[(u32, &Allocation)]) -> Result<Vec<Group>, SimError> {
+        let domains: Vec<(Vec<u32>, Vec<u32>)> =
+            jobs.iter().map(|(_, a)| domains_of(self.h, a)).collect();
+        let zones: Vec<Vec<u32>> = domains.iter().map(|d| d.1.clone()).collect();
+        let mut out = Vec::new();
+        for chain in self.components(jobs, &zones, true) {
+            let gpus: u64 = chain
+                .iter()
+                .map(|&i| {
+                    jobs[i]
+                        .1
+                        .iter()
+                        .map(|&(_, m)| u64::from(m.count_ones()))
+                        .sum::<u64>()
+                })
+                .sum();
+            if gpus <= self.exact_gpus || chain.len() == 1 {
+                out.push(Group {
+                    members: chain,
+                    loads: Vec::new(),
+                });
+                continue;
+            }
+            // Each job that leaves its rack: its load on its domains, from its simulation alone.
+            let mut edge: Vec<(usize, EdgeLoad)> = Vec::new();
+            for &i in chain.iter().filter(|&&i| domains[i].0.len() > 1) {
+                edge.push((i, self.alone(jobs[i].0, jobs[i].1)?.edge));
+            }
+            for &j in &chain {
+                let (racks, zones) = &domains[j];
+                let shared = |d: Domain| match d {
+                    Domain::Rack(r) => racks.len() > 1 && racks.contains(&r),
+                    Domain::Zone(z) => zones.len() > 1 && zones.contains(&z),
+                };
+                // Per domain it leaves: what the others send out of it and into it.
+                let mut rate: BTreeMap<Domain, (f64, f64)> = BTreeMap::new();
+                for (k, load) in edge.iter().filter(|(k, _)| *k != j) {
+                    for &(d, out, into) in load {
+                        let d = match d {
+                            Domain::Rack(o) => {
+                                domains[*k].0.get(o as usize).map(|&r| Domain::Rack(r))
+                            }
+                            Domain::Zone(o) => {
+                                domains[*k].1.get(o as usize).map(|&z| Domain::Zone(z))
+                            }
+                        };
+                        if let Some(d) = d.filter(|&d| shared(d)) {
+                            let e = rate.entry(d).or_default();
+                            (e.0, e.1) = (e.0 + out, e.1 + into);
+                        }
+                    }
+                }
+                let loads = rate
+                    .into_iter()
+                    .map(|(d, (out, into))| {
+                        let level = |way, r| self.domains.level(d, way, r);
+                        (d, level(true, out), level(false, into))
+                    })
+                    .filter(|l| (l.1, l.2) != (0, 0))
+                    .collect();
+                out.push(Group {
+                    members: vec![j],
+                    loads,
+                });
+            }
+        }
+        Ok(out)
+    }
+
+    /// Connected components of `jobs` sharing a rack they leave, or (with `through_zones`)
+    /// both leaving a zone; `zones` holds each job's zones.
+    fn components(
+        &self,
+        jobs: &[(u32, &Allocation)],
+        zones: &[Vec<u32>],
+        through_zones: bool,
+    ) -> Vec<Vec<usize>> {
         let mut parent: Vec<usize> = (0..jobs.len()).collect();
         fn root(p: &mut [usize], mut i: usize) -> usize {
             while p[i] != i {
@@ -262,17 +408,17 @@ impl<'a> StepTimes<'a> {
             }
             i
         }
+        let join = |parent: &mut Vec<usize>, a: usize, b: usize| {
+            let (ra, rb) = (root(parent, a), root(parent, b));
+            parent[ra] = rb;
+        };
         let mut by_rack: FxHashMap<u32, usize> = FxHashMap::default();
         // Per zone, a job that leaves it.
         let mut leaving: FxHashMap<u32, usize> = FxHashMap::default();
         for (i, (_, a)) in jobs.iter().enumerate() {
-            let (mut zones, mut racks): (Vec<u32>, Vec<u32>) = (Vec::new(), Vec::new());
+            let mut racks: Vec<u32> = Vec::new();
             for &(x, _) in a.iter() {
                 let rack = self.h.rack[x as usize];
-                let z = self.h.zone[rack as usize];
-                if !zones.contains(&z) {
-                    zones.push(z);
-                }
                 if !racks.contains(&rack) {
                     racks.push(rack);
                 }
@@ -281,15 +427,13 @@ impl<'a> StepTimes<'a> {
             if racks.len() > 1 {
                 for rack in racks {
                     let other = *by_rack.entry(rack).or_insert(i);
-                    let (ra, rb) = (root(&mut parent, i), root(&mut parent, other));
-                    parent[ra] = rb;
+                    join(&mut parent, i, other);
                 }
             }
-            if zones.len() > 1 {
-                for z in zones {
+            if through_zones && zones[i].len() > 1 {
+                for &z in &zones[i] {
                     let other = *leaving.entry(z).or_insert(i);
-                    let (ra, rb) = (root(&mut parent, i), root(&mut parent, other));
-                    parent[ra] = rb;
+                    join(&mut parent, i, other);
                 }
             }
         }
@@ -302,5 +446,84 @@ impl<'a> StepTimes<'a> {
             }
         }
         groups.into_iter().map(|g| g.1).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Plan;
+    use std::path::Path;
+
+    /// Two 16-GPU jobs, each on a host of either zone of a two-zone `meta-cluster`, on racks of
+    /// their own: they share nothing but the zones' edges.
+    #[test]
+    fn a_chain_past_the_limit_is_cut_at_the_zones_edges_with_the_others_loads() {
+        let text = "[fabric]\npreset = \"meta-cluster\"\nset = [\"zones=2\", \"racks=2\"]\n\
+            [routing]\npolicy = \"ecmp\"\n[[job]]\nname = \"small\"\n[job.llm]\n\
+            model = \"llama3-8b\"\nlayers = 4\ntp = 8\ndp = 2\nseq = 8192\nmicro_batch = 1\n\
+            global_batch = 4\n[cluster]\ndays = 1\n";
+        let plan = Plan::parse(text, Path::new("test.toml")).unwrap();
+        let topo = plan.scenario.fabric.load().unwrap();
+        let h = Hierarchy::of(&topo);
+        // The first host of each rack: racks 0 and 1 in zone 0, racks 2 and 3 in zone 1.
+        let first = |r: usize| h.hosts_of_rack[r][0];
+        assert_eq!((h.zone[0], h.zone[1], h.zone[2], h.zone[3]), (0, 0, 1, 1));
+        let a: Allocation = vec![(first(0), 0xff), (first(2), 0xff)];
+        let b: Allocation = vec![(first(1), 0xff), (first(3), 0xff)];
+        let jobs = [(0, &a), (0, &b)];
+
+        let mut exact = StepTimes::new(&topo, &plan.scenario, &h, u64::MAX).unwrap();
+        let groups = exact.groups(&jobs).unwrap();
+        assert_eq!(groups.len(), 1);
+        assert!(groups[0].loads.is_empty());
+        let together = exact.running(&jobs).unwrap();
+
+        let mut cut = StepTimes::new(&topo, &plan.scenario, &h, 16).unwrap();
+        let alone = cut.alone(0, &a).unwrap();
+        // The job sends out of and into both its zones (its racks, non-blocking, do not count).
+        assert_eq!(alone.edge.len(), 2);
+        assert!(alone
+            .edge
+            .iter()
+            .all(|&(_, out, into)| out > 0.0 && into > 0.0));
+        let groups = cut.groups(&jobs).unwrap();
+        assert_eq!(groups.len(), 2);
+        for (g, other) in groups.iter().zip([&b, &a]) {
+            assert_eq!(g.members.len(), 1);
+            // Each job carries the other's load on the zones' edges (they share no rack), in
+            // steps of a zone's capacity.
+            let load = cut.alone(0, other).unwrap().edge;
+            let (_, zones) = domains_of(&h, other);
+            let expected: Loads = load
+                .iter()
+                .filter_map(|&(d, out, into)| match d {
+                    Domain::Zone(k) => {
+                        let z = Domain::Zone(zones[k as usize]);
+                        let level = |way, r| cut.domains.level(z, way, r);
+                        Some((z, level(true, out), level(false, into)))
+                    }
+                    Domain::Rack(_) => None,
+                })
+                .collect();
+            assert_eq!(expected.len(), 2);
+            assert!(expected.iter().all(|l| l.1 > 0 && l.2 > 0), "{expected:?}");
+            assert_eq!(g.loads, expected);
+        }
+        let apart = cut.running(&jobs).unwrap();
+        eprintln!(
+            "DEBUG {:?} {:?} {:?} {:?}",
+            groups.iter().map(|g| g.loads.clone()).collect::<Vec<_>>(),
+            alone.seconds,
+            apart,
+            together
+        );
+        for k in 0..2 {
+            assert!(apart[k].seconds >= alone.seconds, "{apart:?} {alone:?}");
+            assert!(
+                together[k].seconds >= alone.seconds,
+                "{together:?} {alone:?}"
+            );
+        }
     }
 }
