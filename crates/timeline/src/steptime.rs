@@ -21,9 +21,9 @@
 //! fabric file gets the result of the first placement of each shape), and ECMP's hash luck is
 //! that of the first placement simulated.
 //!
-//! **Wide chains.** A group of more than the plan's `exact_group_gpus` is cut at the zones'
-//! edges: the jobs sharing racks are simulated together, and the other jobs of the chain that
-//! leave a zone they leave stand for a steady load on its edge ([`crate::coupling`]).
+//! **Wide chains.** A group of more than the plan's `exact_group_gpus` GPUs is cut into its
+//! jobs, each simulated by itself with the others' mean loads on the racks' uplinks and zones'
+//! edges they share ([`crate::coupling`]).
 
 use fabricsim_cluster::placement::Placement;
 use fabricsim_cluster::scenario::Scenario;
@@ -57,12 +57,8 @@ struct Group {
 
 /// Renumbers the zones, racks and hosts of `allocs`, in order, by first appearance. With
 /// `coarse`, racks and hosts are left out: consecutive hosts of one zone with the same GPUs
-/// become one run. Also returns the zones' new numbers.
-fn shapes(
-    h: &Hierarchy,
-    allocs: &[&Allocation],
-    coarse: bool,
-) -> (Vec<Shape>, FxHashMap<u32, u32>) {
+/// become one run.
+fn shapes(h: &Hierarchy, allocs: &[&Allocation], coarse: bool) -> Vec<Shape> {
     let (mut zones, mut racks, mut hosts) = (
         FxHashMap::default(),
         FxHashMap::default(),
@@ -72,7 +68,7 @@ fn shapes(
         let n = map.len() as u32;
         *map.entry(x).or_insert(n)
     };
-    let shapes = allocs
+    allocs
         .iter()
         .map(|a| {
             let mut shape: Shape = Vec::new();
@@ -90,8 +86,7 @@ fn shapes(
             }
             shape
         })
-        .collect();
-    (shapes, zones)
+        .collect()
 }
 
 /// What a job's iteration took in a group's simulation.
@@ -102,8 +97,8 @@ pub struct Step {
     /// (`tp`, `pp`, `dp`, …), as `fabricsim run` reports them.
     pub compute: f64,
     pub exposed: BTreeMap<&'static str, f64>,
-    /// The bytes per second it put on each link of its racks' uplinks and its zones' edges
-    /// ([`crate::coupling`]).
+    /// The bytes per second it sent out of and into each of its racks (where they count) and
+    /// zones ([`crate::coupling`]).
     pub edge: EdgeLoad,
 }
 
@@ -112,7 +107,7 @@ pub struct StepTimes<'a> {
     base: Scenario,
     h: &'a Hierarchy,
     domains: Domains,
-    /// Groups of more GPUs than this are cut at the zones' edges.
+    /// Groups of more GPUs than this are cut into their jobs.
     exact_gpus: u64,
     /// Per template: its rank count.
     pub ranks: Vec<u32>,
@@ -151,18 +146,18 @@ impl<'a> StepTimes<'a> {
         })
     }
 
-    /// The key of a group of `jobs` (template, GPUs) with `loads` on its zones' edges, and the
-    /// order its jobs take in it: by workload and own shape, then their joint shape.
+    /// The key of a group of `jobs` (template, GPUs) with `loads` from jobs simulated apart,
+    /// and the order its jobs take in it: by workload and own shape, then their joint shape.
     fn key(&self, jobs: &[(u32, &Allocation)], loads: &[(Domain, u8, u8)]) -> (Key, Vec<usize>) {
         let coarse = self.h.racks_non_blocking;
         let own: Vec<Shape> = jobs
             .iter()
-            .map(|(_, a)| shapes(self.h, &[a], coarse).0.remove(0))
+            .map(|(_, a)| shapes(self.h, &[a], coarse).remove(0))
             .collect();
         let mut order: Vec<usize> = (0..jobs.len()).collect();
         order.sort_by(|&a, &b| (jobs[a].0, &own[a]).cmp(&(jobs[b].0, &own[b])));
         let allocs: Vec<&Allocation> = order.iter().map(|&i| jobs[i].1).collect();
-        let (joint, _) = shapes(self.h, &allocs, coarse);
+        let joint = shapes(self.h, &allocs, coarse);
         // Loads come with a job by itself: its racks and zones in its own order.
         let (racks, zones) = domains_of(self.h, jobs[0].1);
         let own = |d: Domain| match d {
@@ -179,8 +174,8 @@ impl<'a> StepTimes<'a> {
         ((members, edge), order)
     }
 
-    /// Seconds per iteration of each of `jobs`, simulated together with `loads` on their zones'
-    /// edges (or as kept).
+    /// Seconds per iteration of each of `jobs`, simulated together with `loads` from jobs
+    /// simulated apart (or as kept).
     fn group(
         &mut self,
         jobs: &[(u32, &Allocation)],
@@ -326,9 +321,8 @@ impl<'a> StepTimes<'a> {
     fn groups(&mut self, jobs: &[(u32, &Allocation)]) -> Result<Vec<Group>, SimError> {
         let domains: Vec<(Vec<u32>, Vec<u32>)> =
             jobs.iter().map(|(_, a)| domains_of(self.h, a)).collect();
-        let zones: Vec<Vec<u32>> = domains.iter().map(|d| d.1.clone()).collect();
         let mut out = Vec::new();
-        for chain in self.components(jobs, &zones, true) {
+        for chain in Self::components(&domains) {
             let gpus: u64 = chain
                 .iter()
                 .map(|&i| {
@@ -392,15 +386,10 @@ impl<'a> StepTimes<'a> {
         Ok(out)
     }
 
-    /// Connected components of `jobs` sharing a rack they leave, or (with `through_zones`)
-    /// both leaving a zone; `zones` holds each job's zones.
-    fn components(
-        &self,
-        jobs: &[(u32, &Allocation)],
-        zones: &[Vec<u32>],
-        through_zones: bool,
-    ) -> Vec<Vec<usize>> {
-        let mut parent: Vec<usize> = (0..jobs.len()).collect();
+    /// Connected components of jobs sharing a rack they leave or both leaving a zone, from
+    /// each job's racks and zones.
+    fn components(domains: &[(Vec<u32>, Vec<u32>)]) -> Vec<Vec<usize>> {
+        let mut parent: Vec<usize> = (0..domains.len()).collect();
         fn root(p: &mut [usize], mut i: usize) -> usize {
             while p[i] != i {
                 p[i] = p[p[i]];
@@ -408,37 +397,27 @@ impl<'a> StepTimes<'a> {
             }
             i
         }
-        let join = |parent: &mut Vec<usize>, a: usize, b: usize| {
-            let (ra, rb) = (root(parent, a), root(parent, b));
-            parent[ra] = rb;
-        };
-        let mut by_rack: FxHashMap<u32, usize> = FxHashMap::default();
-        // Per zone, a job that leaves it.
-        let mut leaving: FxHashMap<u32, usize> = FxHashMap::default();
-        for (i, (_, a)) in jobs.iter().enumerate() {
-            let mut racks: Vec<u32> = Vec::new();
-            for &(x, _) in a.iter() {
-                let rack = self.h.rack[x as usize];
-                if !racks.contains(&rack) {
-                    racks.push(rack);
-                }
-            }
-            // Only a job that leaves its rack loads the rack's uplinks.
-            if racks.len() > 1 {
-                for rack in racks {
-                    let other = *by_rack.entry(rack).or_insert(i);
-                    join(&mut parent, i, other);
-                }
-            }
-            if through_zones && zones[i].len() > 1 {
-                for &z in &zones[i] {
-                    let other = *leaving.entry(z).or_insert(i);
-                    join(&mut parent, i, other);
-                }
+        // Per rack and per zone, a job that leaves it.
+        let mut first: FxHashMap<Domain, usize> = FxHashMap::default();
+        for (i, (racks, zones)) in domains.iter().enumerate() {
+            // Only a job that leaves its rack loads the rack's uplinks, and only one that
+            // leaves its zone the zone's edge.
+            let racks = racks
+                .iter()
+                .filter(|_| racks.len() > 1)
+                .map(|&r| Domain::Rack(r));
+            let zones = zones
+                .iter()
+                .filter(|_| zones.len() > 1)
+                .map(|&z| Domain::Zone(z));
+            for d in racks.chain(zones) {
+                let other = *first.entry(d).or_insert(i);
+                let (ra, rb) = (root(&mut parent, i), root(&mut parent, other));
+                parent[ra] = rb;
             }
         }
         let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
-        for i in 0..jobs.len() {
+        for i in 0..domains.len() {
             let r = root(&mut parent, i);
             match groups.iter_mut().find(|g| g.0 == r) {
                 Some(g) => g.1.push(i),
