@@ -58,6 +58,13 @@ struct Span {
 
 const UNWEIGHTED: usize = usize::MAX;
 
+impl Span {
+    /// Whether some link of it has a weight other than 1.
+    fn weighted(&self) -> bool {
+        self.weights != UNWEIGHTED
+    }
+}
+
 /// Every cohort's links, in one arena in the order cohorts formed: no allocation per cohort,
 /// and a cohort's links are one contiguous read.
 #[derive(Default)]
@@ -116,11 +123,14 @@ fn weighted<'a>(incidence: &'a Incidence, b: &Cohort) -> impl Iterator<Item = (u
 }
 
 /// Scratch for one component's solve, in the component's local link numbers: the flows'
-/// links (CSR), their caps, and per link the load that stays and the capacity left.
+/// links (CSR) and weights ([`crate::maxmin::Dense`]), their caps, and per link the load that stays and the
+/// capacity left.
 #[derive(Default)]
 struct DenseScratch {
     start: Vec<u32>,
-    links: Vec<(u32, f64)>,
+    links: Vec<u32>,
+    weights: Vec<f64>,
+    scale: Vec<f64>,
     caps: Vec<f64>,
     fixed: Vec<f64>,
     capacity: Vec<f64>,

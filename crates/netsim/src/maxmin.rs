@@ -34,9 +34,12 @@ pub struct Demand<'a> {
 }
 
 /// A problem over densely numbered links `0..capacity.len()`, flows in CSR form: flow `i`
-/// crosses `links[start[i]..start[i + 1]]` (local link, weight). The flow engine builds this
-/// for the component it re-solves, so the solver's per-link state sits in short contiguous
-/// arrays rather than spread over the whole fabric.
+/// crosses `links[start[i]..start[i + 1]]` (local links). The flow engine builds this for the
+/// component it re-solves, so the solver's per-link state sits in short contiguous arrays
+/// rather than spread over the whole fabric. A flow's weight on its `j`-th entry is
+/// `weights[j] · scale[i]`, either factor 1 where its table is empty: a cohort's weight is its
+/// path's (1 on every link but a spread's) times its number of flows, and most problems need
+/// neither table per entry (4 bytes an entry, where a weight beside each took 16).
 #[derive(Clone, Copy)]
 pub struct Dense<'a> {
     /// Per link: the capacity left for these flows (bytes/s).
@@ -46,9 +49,32 @@ pub struct Dense<'a> {
     pub ids: &'a [u32],
     /// Per flow: where its links start in `links`; one entry more than flows.
     pub start: &'a [u32],
-    pub links: &'a [(u32, f64)],
+    pub links: &'a [u32],
+    /// Per entry of `links`: the weight of its flow's path there; empty: 1 everywhere.
+    pub weights: &'a [f64],
+    /// Per flow: the factor of its weights; empty: 1 for every flow.
+    pub scale: &'a [f64],
     /// Per flow: its rate cap, `INFINITY` for none.
     pub caps: &'a [f64],
+}
+
+impl Dense<'_> {
+    /// Flow `f`'s links, each with its weight.
+    pub fn flow(&self, f: usize) -> impl Iterator<Item = (u32, f64)> + '_ {
+        let (a, b) = (self.start[f] as usize, self.start[f + 1] as usize);
+        let scale = self.scale.get(f).copied().unwrap_or(1.0);
+        (a..b).map(move |j| {
+            (
+                self.links[j],
+                self.weights.get(j).map_or(scale, |&w| w * scale),
+            )
+        })
+    }
+
+    /// Flow `f`'s links.
+    fn flow_ids(&self, f: usize) -> &[u32] {
+        &self.links[self.start[f] as usize..self.start[f + 1] as usize]
+    }
 }
 
 /// A heap event: a level and what reaches it — a link `(id, local index)` or a cap
@@ -106,9 +132,10 @@ impl Solver {
     pub fn solve(&mut self, capacity: &[f64], demands: &[Demand<'_>], rates: &mut Vec<f64>) {
         let ids: Vec<u32> = (0..capacity.len() as u32).collect();
         let mut start = vec![0];
-        let mut links = Vec::new();
+        let (mut links, mut weights) = (Vec::new(), Vec::new());
         for d in demands {
-            links.extend_from_slice(d.links);
+            links.extend(d.links.iter().map(|&(l, _)| l));
+            weights.extend(d.links.iter().map(|&(_, w)| w));
             start.push(links.len() as u32);
         }
         let caps: Vec<f64> = demands.iter().map(|d| d.cap).collect();
@@ -118,6 +145,8 @@ impl Solver {
                 ids: &ids,
                 start: &start,
                 links: &links,
+                weights: &weights,
+                scale: &[],
                 caps: &caps,
             },
             rates,
@@ -149,15 +178,16 @@ impl Solver {
     /// Progressive filling with the heap (module docs).
     fn solve_heap(&mut self, p: Dense<'_>, rates: &mut [f64]) {
         let (m, n) = (p.capacity.len(), p.caps.len());
-        let flow_links = |f: usize| &p.links[p.start[f] as usize..p.start[f + 1] as usize];
         // Sum the links' weights and count their flows (in `start`, shifted by one for the
         // prefix sum below).
         self.start.clear();
         self.start.resize(m + 1, 0);
         let mut events = std::mem::take(&mut self.heap).into_vec();
-        for &(k, w) in p.links {
-            self.weight[k as usize] += w;
-            self.start[k as usize + 1] += 1;
+        for f in 0..n {
+            for (k, w) in p.flow(f) {
+                self.weight[k as usize] += w;
+                self.start[k as usize + 1] += 1;
+            }
         }
         for (f, &cap) in p.caps.iter().enumerate() {
             if cap.is_finite() {
@@ -169,7 +199,7 @@ impl Solver {
         }
         self.flows.resize(self.start[m] as usize, 0);
         for f in 0..n {
-            for &(k, _) in flow_links(f) {
+            for &k in p.flow_ids(f) {
                 // `start[k]` runs ahead as a fill cursor, and ends where `start[k + 1]` began.
                 let k = k as usize;
                 self.flows[self.start[k] as usize] = f as u32;
@@ -197,7 +227,7 @@ impl Solver {
                 let f = ev.tag() as usize;
                 if rates[f].is_nan() {
                     level = level.max(ev.level());
-                    self.freeze(f, ev.level().min(level).max(0.0), flow_links(f), rates);
+                    self.freeze(f, ev.level().min(level).max(0.0), &p, rates);
                     unfrozen -= 1;
                 }
                 continue;
@@ -216,7 +246,7 @@ impl Solver {
             for i in self.start[k]..self.start[k + 1] {
                 let f = self.flows[i as usize] as usize;
                 if rates[f].is_nan() {
-                    self.freeze(f, level, flow_links(f), rates);
+                    self.freeze(f, level, &p, rates);
                     unfrozen -= 1;
                 }
             }
@@ -229,9 +259,10 @@ impl Solver {
     /// same one), and finds a saturated link's flows by scanning the flows.
     fn solve_small(&mut self, p: Dense<'_>, rates: &mut [f64]) {
         let (m, n) = (p.capacity.len(), p.caps.len());
-        let flow_links = |f: usize| &p.links[p.start[f] as usize..p.start[f + 1] as usize];
-        for &(k, w) in p.links {
-            self.weight[k as usize] += w;
+        for f in 0..n {
+            for (k, w) in p.flow(f) {
+                self.weight[k as usize] += w;
+            }
         }
         self.keys.clear();
         for k in 0..m {
@@ -253,7 +284,7 @@ impl Solver {
             if ev.what() == u32::MAX {
                 let f = ev.tag() as usize;
                 level = level.max(ev.level());
-                self.freeze(f, ev.level().min(level).max(0.0), flow_links(f), rates);
+                self.freeze(f, ev.level().min(level).max(0.0), &p, rates);
                 unfrozen -= 1;
                 continue;
             }
@@ -269,17 +300,17 @@ impl Solver {
             }
             level = level.max(ev.level());
             for f in 0..n {
-                if rates[f].is_nan() && flow_links(f).iter().any(|&(j, _)| j as usize == k) {
-                    self.freeze(f, level, flow_links(f), rates);
+                if rates[f].is_nan() && p.flow_ids(f).iter().any(|&j| j as usize == k) {
+                    self.freeze(f, level, &p, rates);
                     unfrozen -= 1;
                 }
             }
         }
     }
 
-    fn freeze(&mut self, f: usize, rate: f64, links: &[(u32, f64)], rates: &mut [f64]) {
+    fn freeze(&mut self, f: usize, rate: f64, p: &Dense<'_>, rates: &mut [f64]) {
         rates[f] = rate;
-        for &(k, w) in links {
+        for (k, w) in p.flow(f) {
             let k = k as usize;
             self.frozen_load[k] += w * rate;
             self.weight[k] -= w;
@@ -381,20 +412,26 @@ mod tests {
                 .collect();
             let ids: Vec<u32> = (0..m as u32).map(|k| (k * 7) % 11).collect();
             let (mut start, mut links, mut caps) = (vec![0u32], Vec::new(), Vec::new());
+            let mut weights = Vec::new();
             for _ in 0..n {
                 for k in 0..m as u32 {
                     if next(3) == 0 {
-                        links.push((k, [1.0, 1.0 / 3.0, 0.5][next(3) as usize]));
+                        links.push(k);
+                        weights.push([1.0, 1.0 / 3.0, 0.5][next(3) as usize]);
                     }
                 }
                 start.push(links.len() as u32);
                 caps.push([f64::INFINITY, 1.0, 2.5][next(3) as usize]);
             }
+            // Cohorts of one to three flows.
+            let scale: Vec<f64> = (0..n).map(|_| [1.0, 2.0, 3.0][next(3) as usize]).collect();
             let p = Dense {
                 capacity: &capacity,
                 ids: &ids,
                 start: &start,
                 links: &links,
+                weights: &weights,
+                scale: &scale,
                 caps: &caps,
             };
             for (rates, run) in [
@@ -416,7 +453,7 @@ mod tests {
             assert_eq!(
                 bits(&small),
                 bits(&heap),
-                "{capacity:?} {start:?} {links:?} {caps:?}"
+                "{capacity:?} {start:?} {links:?} {weights:?} {scale:?} {caps:?}"
             );
         }
     }

@@ -309,22 +309,35 @@ impl FlowEngine {
             link.slot = k as u32;
             d.fixed.push(link.load());
         }
-        // The flows' links in local numbers, and the load the flows left out keep.
+        // The flows' links in local numbers, and the load the flows left out keep. A path's
+        // weights are kept per entry only once some path in the component has any but 1.
         d.start.clear();
         d.start.push(0);
         d.links.clear();
+        d.weights.clear();
+        d.scale.clear();
         d.caps.clear();
+        let mut per_entry = false;
         for (i, &f) in self.comp_flows.iter().enumerate() {
             let (flow, rate) = (&self.cohorts[f as usize], self.hot[f as usize].rate);
             self.hot[f as usize].slot = i as u32;
-            for (l, w) in super::weighted(&self.incidence, flow) {
+            let members = f64::from(flow.members);
+            if flow.links.weighted() && !per_entry {
+                per_entry = true;
+                d.weights.resize(d.links.len(), 1.0);
+            }
+            for (l, w) in self.incidence.get(flow.links) {
                 let k = self.link[l as usize].slot;
                 if rate.is_finite() {
-                    d.fixed[k as usize] -= w * rate;
+                    d.fixed[k as usize] -= w * members * rate;
                 }
-                d.links.push((k, w));
+                d.links.push(k);
+                if per_entry {
+                    d.weights.push(w);
+                }
             }
             d.start.push(d.links.len() as u32);
+            d.scale.push(members);
             d.caps.push(flow.cap);
         }
         d.capacity.clear();
@@ -333,19 +346,19 @@ impl FlowEngine {
             d.capacity
                 .push((self.link[l as usize].capacity - d.fixed[k]).max(0.0));
         }
-        self.solver.solve_dense(
-            Dense {
-                capacity: &d.capacity,
-                ids: &self.comp_links,
-                start: &d.start,
-                links: &d.links,
-                caps: &d.caps,
-            },
-            &mut self.rates,
-        );
+        let p = Dense {
+            capacity: &d.capacity,
+            ids: &self.comp_links,
+            start: &d.start,
+            links: &d.links,
+            weights: &d.weights,
+            scale: &d.scale,
+            caps: &d.caps,
+        };
+        self.solver.solve_dense(p, &mut self.rates);
         // New loads: what stayed, plus the new rates.
         for (i, &rate) in self.rates.iter().enumerate() {
-            for &(k, w) in &d.links[d.start[i] as usize..d.start[i + 1] as usize] {
+            for (k, w) in p.flow(i) {
                 d.fixed[k as usize] += w * rate;
             }
         }
