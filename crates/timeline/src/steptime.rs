@@ -22,8 +22,8 @@
 //! that of the first placement simulated.
 //!
 //! **Wide chains.** A group of more than the plan's `exact_group_gpus` GPUs is cut into its
-//! jobs, each simulated by itself with the others' mean loads on the racks' uplinks and zones'
-//! edges they share ([`crate::coupling`]).
+//! jobs, each simulated by itself with the others' mean loads on the zones' edges they share
+//! ([`crate::coupling`]).
 
 use fabricsim_cluster::placement::Placement;
 use fabricsim_cluster::scenario::Scenario;
@@ -35,21 +35,21 @@ use fabricsim_topology::Topology;
 use rayon::prelude::*;
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::coupling::{domains_of, Domain, Domains, EdgeLoad, Loads};
+use crate::coupling::{zones_of, EdgeLoad, Edges, Loads};
 use crate::hierarchy::{Allocation, Hierarchy};
 
 /// A job's GPUs with zones, racks and hosts renumbered: per host (zone, rack, host, GPU mask),
 /// or, where racks are non-blocking, runs of hosts (zone, hosts in the run, GPU mask).
 type Shape = Vec<(u32, u32, u32, u64)>;
-/// A group's jobs (template, shape), and the loads of jobs simulated apart on the links of its
-/// one job's racks and zones, numbered in the job's order ([`crate::coupling`]).
+/// A group's jobs (template, shape), and the loads of jobs simulated apart on its one job's
+/// zones' edges, the zones numbered in the job's order ([`crate::coupling`]).
 type Key = (Vec<(u32, Shape)>, Loads);
 
 /// Jobs to simulate together (template, GPUs), with the loads on their links from others.
 type Wanted<'j> = (Vec<(u32, &'j Allocation)>, Loads);
 
 /// A group of jobs simulated together, and the loads that jobs simulated apart put on the
-/// links of the racks and zones it leaves (only for a job by itself).
+/// edges of the zones it leaves (only for a job by itself).
 struct Group {
     members: Vec<usize>,
     loads: Loads,
@@ -97,8 +97,7 @@ pub struct Step {
     /// (`tp`, `pp`, `dp`, …), as `fabricsim run` reports them.
     pub compute: f64,
     pub exposed: BTreeMap<&'static str, f64>,
-    /// The bytes per second it sent out of and into each of its racks (where they count) and
-    /// zones ([`crate::coupling`]).
+    /// The bytes per second it sent out of and into each of its zones ([`crate::coupling`]).
     pub edge: EdgeLoad,
 }
 
@@ -106,7 +105,7 @@ pub struct StepTimes<'a> {
     topo: &'a Topology,
     base: Scenario,
     h: &'a Hierarchy,
-    domains: Domains,
+    edges: Edges,
     /// Groups of more GPUs than this are cut into their jobs.
     exact_gpus: u64,
     /// Per template: its rank count.
@@ -136,7 +135,7 @@ impl<'a> StepTimes<'a> {
             topo,
             base,
             h,
-            domains: Domains::of(topo, h),
+            edges: Edges::of(topo, h),
             exact_gpus,
             ranks,
             cache: FxHashMap::default(),
@@ -148,7 +147,7 @@ impl<'a> StepTimes<'a> {
 
     /// The key of a group of `jobs` (template, GPUs) with `loads` from jobs simulated apart,
     /// and the order its jobs take in it: by workload and own shape, then their joint shape.
-    fn key(&self, jobs: &[(u32, &Allocation)], loads: &[(Domain, u8, u8)]) -> (Key, Vec<usize>) {
+    fn key(&self, jobs: &[(u32, &Allocation)], loads: &[(u32, u8, u8)]) -> (Key, Vec<usize>) {
         let coarse = self.h.racks_non_blocking;
         let own: Vec<Shape> = jobs
             .iter()
@@ -158,16 +157,13 @@ impl<'a> StepTimes<'a> {
         order.sort_by(|&a, &b| (jobs[a].0, &own[a]).cmp(&(jobs[b].0, &own[b])));
         let allocs: Vec<&Allocation> = order.iter().map(|&i| jobs[i].1).collect();
         let joint = shapes(self.h, &allocs, coarse);
-        // Loads come with a job by itself: its racks and zones in its own order.
-        let (racks, zones) = domains_of(self.h, jobs[0].1);
-        let own = |d: Domain| match d {
-            Domain::Rack(r) => Domain::Rack(racks.iter().position(|&x| x == r).unwrap_or(0) as u32),
-            Domain::Zone(z) => Domain::Zone(zones.iter().position(|&x| x == z).unwrap_or(0) as u32),
-        };
+        // Loads come with a job by itself: its zones in its own order.
+        let zones = zones_of(self.h, jobs[0].1);
+        let own = |z: u32| zones.iter().position(|&x| x == z).unwrap_or(0) as u32;
         let mut edge: Loads = loads
             .iter()
             .filter(|l| (l.1, l.2) != (0, 0))
-            .map(|&(d, out, into)| (own(d), out, into))
+            .map(|&(z, out, into)| (own(z), out, into))
             .collect();
         edge.sort_unstable();
         let members = order.iter().map(|&i| jobs[i].0).zip(joint).collect();
@@ -179,13 +175,24 @@ impl<'a> StepTimes<'a> {
     fn group(
         &mut self,
         jobs: &[(u32, &Allocation)],
-        loads: &[(Domain, u8, u8)],
+        loads: &[(u32, u8, u8)],
+    ) -> Result<Vec<Step>, SimError> {
+        self.lookup(jobs, loads, true)
+    }
+
+    /// [`Self::group`]; a read that `counts` is a reuse when the result was kept (and not just
+    /// simulated by `prepare`), one that does not (a neighbour's load) leaves the counts be.
+    fn lookup(
+        &mut self,
+        jobs: &[(u32, &Allocation)],
+        loads: &[(u32, u8, u8)],
+        counts: bool,
     ) -> Result<Vec<Step>, SimError> {
         let (key, order) = self.key(jobs, loads);
         let times = match self.cache.get(&key) {
             Some(t) => {
                 // A group simulated by `prepare` is not reused the first time it is read.
-                if !self.fresh.remove(&key) {
+                if counts && !self.fresh.remove(&key) {
                     self.reused += 1;
                 }
                 t.clone()
@@ -247,7 +254,7 @@ impl<'a> StepTimes<'a> {
     fn simulate(
         &self,
         jobs: &[(u32, &Allocation)],
-        loads: &[(Domain, u8, u8)],
+        loads: &[(u32, u8, u8)],
     ) -> Result<Vec<Step>, SimError> {
         let mut s = self.base.clone();
         s.jobs = jobs
@@ -276,7 +283,7 @@ impl<'a> StepTimes<'a> {
             .collect();
         let options = RunOptions {
             attribute_links: true,
-            background: self.domains.background(loads),
+            background: self.edges.background(loads),
             ..RunOptions::default()
         };
         let run = simulate(&s, self.topo, options, |_, _, _| {})?;
@@ -291,7 +298,7 @@ impl<'a> StepTimes<'a> {
                     seconds,
                     compute: r.compute_fraction,
                     exposed: r.exposed_comm_by_scope.clone(),
-                    edge: self.domains.load(self.h, jobs[k].1, links, seconds),
+                    edge: self.edges.load(self.h, jobs[k].1, links, seconds),
                 }
             })
             .collect())
@@ -319,10 +326,9 @@ impl<'a> StepTimes<'a> {
     /// The groups of `jobs` (template, GPUs) to simulate: those sharing links, where a chain of
     /// them is more than `exact_gpus`, cut into its jobs, each with the others' loads.
     fn groups(&mut self, jobs: &[(u32, &Allocation)]) -> Result<Vec<Group>, SimError> {
-        let domains: Vec<(Vec<u32>, Vec<u32>)> =
-            jobs.iter().map(|(_, a)| domains_of(self.h, a)).collect();
+        let zones: Vec<Vec<u32>> = jobs.iter().map(|(_, a)| zones_of(self.h, a)).collect();
         let mut out = Vec::new();
-        for chain in Self::components(&domains) {
+        for chain in self.components(jobs, &zones) {
             let gpus: u64 = chain
                 .iter()
                 .map(|&i| {
@@ -340,40 +346,30 @@ impl<'a> StepTimes<'a> {
                 });
                 continue;
             }
-            // Each job that leaves its rack: its load on its domains, from its simulation alone.
+            // Each job that leaves its zone: its load on its zones' edges, from its simulation
+            // alone.
             let mut edge: Vec<(usize, EdgeLoad)> = Vec::new();
-            for &i in chain.iter().filter(|&&i| domains[i].0.len() > 1) {
-                edge.push((i, self.alone(jobs[i].0, jobs[i].1)?.edge));
+            for &i in chain.iter().filter(|&&i| zones[i].len() > 1) {
+                let alone = self.lookup(&[jobs[i]], &[], false)?.remove(0);
+                edge.push((i, alone.edge));
             }
             for &j in &chain {
-                let (racks, zones) = &domains[j];
-                let shared = |d: Domain| match d {
-                    Domain::Rack(r) => racks.len() > 1 && racks.contains(&r),
-                    Domain::Zone(z) => zones.len() > 1 && zones.contains(&z),
-                };
-                // Per domain it leaves: what the others send out of it and into it.
-                let mut rate: BTreeMap<Domain, (f64, f64)> = BTreeMap::new();
+                let leaves = |z: u32| zones[j].len() > 1 && zones[j].contains(&z);
+                // Per zone it leaves: what the others send out of it and into it.
+                let mut rate: BTreeMap<u32, (f64, f64)> = BTreeMap::new();
                 for (k, load) in edge.iter().filter(|(k, _)| *k != j) {
-                    for &(d, out, into) in load {
-                        let d = match d {
-                            Domain::Rack(o) => {
-                                domains[*k].0.get(o as usize).map(|&r| Domain::Rack(r))
-                            }
-                            Domain::Zone(o) => {
-                                domains[*k].1.get(o as usize).map(|&z| Domain::Zone(z))
-                            }
-                        };
-                        if let Some(d) = d.filter(|&d| shared(d)) {
-                            let e = rate.entry(d).or_default();
+                    for (&z, &(out, into)) in zones[*k].iter().zip(load) {
+                        if leaves(z) {
+                            let e = rate.entry(z).or_default();
                             (e.0, e.1) = (e.0 + out, e.1 + into);
                         }
                     }
                 }
                 let loads = rate
                     .into_iter()
-                    .map(|(d, (out, into))| {
-                        let level = |way, r| self.domains.level(d, way, r);
-                        (d, level(true, out), level(false, into))
+                    .map(|(z, (out, into))| {
+                        let level = |way, r| self.edges.level(z, way, r);
+                        (z, level(true, out), level(false, into))
                     })
                     .filter(|l| (l.1, l.2) != (0, 0))
                     .collect();
@@ -386,10 +382,10 @@ impl<'a> StepTimes<'a> {
         Ok(out)
     }
 
-    /// Connected components of jobs sharing a rack they leave or both leaving a zone, from
-    /// each job's racks and zones.
-    fn components(domains: &[(Vec<u32>, Vec<u32>)]) -> Vec<Vec<usize>> {
-        let mut parent: Vec<usize> = (0..domains.len()).collect();
+    /// Connected components of `jobs` sharing a rack they leave or both leaving a zone
+    /// (`zones`: each job's).
+    fn components(&self, jobs: &[(u32, &Allocation)], zones: &[Vec<u32>]) -> Vec<Vec<usize>> {
+        let mut parent: Vec<usize> = (0..jobs.len()).collect();
         fn root(p: &mut [usize], mut i: usize) -> usize {
             while p[i] != i {
                 p[i] = p[p[i]];
@@ -398,18 +394,23 @@ impl<'a> StepTimes<'a> {
             i
         }
         // Per rack and per zone, a job that leaves it.
-        let mut first: FxHashMap<Domain, usize> = FxHashMap::default();
-        for (i, (racks, zones)) in domains.iter().enumerate() {
+        let mut first: FxHashMap<(bool, u32), usize> = FxHashMap::default();
+        for (i, (_, a)) in jobs.iter().enumerate() {
+            let mut racks: Vec<u32> = Vec::new();
+            for &(x, _) in a.iter() {
+                let rack = self.h.rack[x as usize];
+                if !racks.contains(&rack) {
+                    racks.push(rack);
+                }
+            }
             // Only a job that leaves its rack loads the rack's uplinks, and only one that
             // leaves its zone the zone's edge.
             let racks = racks
                 .iter()
                 .filter(|_| racks.len() > 1)
-                .map(|&r| Domain::Rack(r));
-            let zones = zones
-                .iter()
-                .filter(|_| zones.len() > 1)
-                .map(|&z| Domain::Zone(z));
+                .map(|&r| (false, r));
+            let own = &zones[i];
+            let zones = own.iter().filter(|_| own.len() > 1).map(|&z| (true, z));
             for d in racks.chain(zones) {
                 let other = *first.entry(d).or_insert(i);
                 let (ra, rb) = (root(&mut parent, i), root(&mut parent, other));
@@ -417,7 +418,7 @@ impl<'a> StepTimes<'a> {
             }
         }
         let mut groups: Vec<(usize, Vec<usize>)> = Vec::new();
-        for i in 0..domains.len() {
+        for i in 0..jobs.len() {
             let r = root(&mut parent, i);
             match groups.iter_mut().find(|g| g.0 == r) {
                 Some(g) => g.1.push(i),
@@ -460,29 +461,25 @@ mod tests {
 
         let mut cut = StepTimes::new(&topo, &plan.scenario, &h, 16).unwrap();
         let alone = cut.alone(0, &a).unwrap();
-        // The job sends out of and into both its zones (its racks, non-blocking, do not count).
+        // The job sends out of and into both its zones.
         assert_eq!(alone.edge.len(), 2);
         assert!(alone
             .edge
             .iter()
-            .all(|&(_, out, into)| out > 0.0 && into > 0.0));
+            .all(|&(out, into)| out > 0.0 && into > 0.0));
         let groups = cut.groups(&jobs).unwrap();
         assert_eq!(groups.len(), 2);
         for (g, other) in groups.iter().zip([&b, &a]) {
             assert_eq!(g.members.len(), 1);
-            // Each job carries the other's load on the zones' edges (they share no rack), in
-            // steps of a zone's capacity.
+            // Each job carries the other's load on both zones' edges, in steps of an edge's
+            // capacity.
             let load = cut.alone(0, other).unwrap().edge;
-            let (_, zones) = domains_of(&h, other);
-            let expected: Loads = load
-                .iter()
-                .filter_map(|&(d, out, into)| match d {
-                    Domain::Zone(k) => {
-                        let z = Domain::Zone(zones[k as usize]);
-                        let level = |way, r| cut.domains.level(z, way, r);
-                        Some((z, level(true, out), level(false, into)))
-                    }
-                    Domain::Rack(_) => None,
+            let expected: Loads = zones_of(&h, other)
+                .into_iter()
+                .zip(load)
+                .map(|(z, (out, into))| {
+                    let level = |way, r| cut.edges.level(z, way, r);
+                    (z, level(true, out), level(false, into))
                 })
                 .collect();
             assert_eq!(expected.len(), 2);
