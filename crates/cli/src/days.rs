@@ -23,6 +23,10 @@ pub struct ClusterArgs {
     /// Whole hosts each zone keeps for restarts, instead of the plan's.
     #[arg(long)]
     spares: Option<u32>,
+    /// GPUs up to which jobs sharing links are simulated together, instead of the plan's
+    /// `exact_group_gpus`; wider chains are cut into their jobs.
+    #[arg(long, value_name = "N")]
+    exact_group_gpus: Option<u64>,
     /// Days to simulate, instead of the plan's.
     #[arg(long)]
     days: Option<f64>,
@@ -51,6 +55,9 @@ pub fn run(args: ClusterArgs) -> CmdResult {
     }
     if let Some(n) = args.spares {
         plan.spares = n;
+    }
+    if let Some(n) = args.exact_group_gpus {
+        plan.exact_group_gpus = n;
     }
     if let Some(d) = args.days {
         if !(d.is_finite() && d > 0.0 && d <= 3650.0) {

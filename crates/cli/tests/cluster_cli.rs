@@ -109,6 +109,32 @@ fn seeds_give_a_spread_and_schedulers_compare() {
 }
 
 #[test]
+fn jobs_cut_apart_in_one_zone_run_at_their_time_alone() {
+    // Random placement puts jobs on shared racks, and simulated together some slow each other
+    // down. Cut apart, each is simulated by itself: one zone has no edge to load.
+    let dir = tempfile::tempdir().unwrap();
+    let p = plan(&dir, PLAN);
+    let slowdowns = |extra: &[&str]| {
+        let mut args = vec!["cluster", p.as_str(), "--json", "--scheduler", "random"];
+        args.extend(extra);
+        let o = fabricsim(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+        v["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|j| j["iterations"].as_f64() > Some(0.0))
+            .map(|j| j["slowdown"].as_f64().unwrap())
+            .collect::<Vec<f64>>()
+    };
+    let together = slowdowns(&[]);
+    assert!(together.iter().any(|&s| s > 1.01), "{together:?}");
+    let apart = slowdowns(&["--exact-group-gpus", "0"]);
+    assert!(!apart.is_empty() && apart.iter().all(|&s| (s - 1.0).abs() < 1e-9), "{apart:?}");
+}
+
+#[test]
 fn bad_plans_and_flags_exit_2_naming_what_is_wrong() {
     let dir = tempfile::tempdir().unwrap();
     let cases = [
@@ -117,6 +143,7 @@ fn bad_plans_and_flags_exit_2_naming_what_is_wrong() {
         (PLAN.replace("[cluster]\n", "[cluster]\nfoo = 1\n"), vec![], "unknown field `foo`"),
         (PLAN.to_string(), vec!["--scheduler", "best"], "'best' for '--scheduler"),
         (PLAN.to_string(), vec!["--seeds", "0"], "--seeds 0"),
+        (PLAN.to_string(), vec!["--exact-group-gpus", "many"], "'many' for '--exact-group-gpus"),
         (
             PLAN.replace("[cluster.failures]", "[[cluster.outage]]\nat = \"1h\"\nhosts = [\"host99\"]\nhours = 1\n[cluster.failures]"),
             vec![],
