@@ -123,8 +123,8 @@ fn weighted<'a>(incidence: &'a Incidence, b: &Cohort) -> impl Iterator<Item = (u
 }
 
 /// Scratch for one component's solve, in the component's local link numbers: the flows'
-/// links (CSR) and weights ([`crate::maxmin::Dense`]), their caps, and per link the load that stays and the
-/// capacity left.
+/// links (CSR) and weights ([`crate::maxmin::Dense`]), their caps, and per link the load that
+/// stays and the capacity left.
 #[derive(Default)]
 struct DenseScratch {
     start: Vec<u32>,
