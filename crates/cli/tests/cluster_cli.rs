@@ -131,7 +131,10 @@ fn jobs_cut_apart_in_one_zone_run_at_their_time_alone() {
     let together = slowdowns(&[]);
     assert!(together.iter().any(|&s| s > 1.01), "{together:?}");
     let apart = slowdowns(&["--exact-group-gpus", "0"]);
-    assert!(!apart.is_empty() && apart.iter().all(|&s| (s - 1.0).abs() < 1e-9), "{apart:?}");
+    assert!(
+        !apart.is_empty() && apart.iter().all(|&s| (s - 1.0).abs() < 1e-9),
+        "{apart:?}"
+    );
 }
 
 #[test]

@@ -157,15 +157,18 @@ impl<'a> StepTimes<'a> {
         order.sort_by(|&a, &b| (jobs[a].0, &own[a]).cmp(&(jobs[b].0, &own[b])));
         let allocs: Vec<&Allocation> = order.iter().map(|&i| jobs[i].1).collect();
         let joint = shapes(self.h, &allocs, coarse);
-        // Loads come with a job by itself: its zones in its own order.
-        let zones = zones_of(self.h, jobs[0].1);
-        let own = |z: u32| zones.iter().position(|&x| x == z).unwrap_or(0) as u32;
-        let mut edge: Loads = loads
-            .iter()
-            .filter(|l| (l.1, l.2) != (0, 0))
-            .map(|&(z, out, into)| (own(z), out, into))
-            .collect();
-        edge.sort_unstable();
+        // Loads come with a job by itself: its zones in its own order (most groups have none).
+        let mut edge: Loads = Vec::new();
+        if !loads.is_empty() {
+            let zones = zones_of(self.h, jobs[0].1);
+            let own = |z: u32| zones.iter().position(|&x| x == z).unwrap_or(0) as u32;
+            edge = loads
+                .iter()
+                .filter(|l| (l.1, l.2) != (0, 0))
+                .map(|&(z, out, into)| (own(z), out, into))
+                .collect();
+            edge.sort_unstable();
+        }
         let members = order.iter().map(|&i| jobs[i].0).zip(joint).collect();
         ((members, edge), order)
     }
