@@ -20,8 +20,10 @@ pub mod attribution;
 pub mod engine;
 pub mod flow_engine;
 pub mod flows_file;
+mod link_sum;
 pub mod maxmin;
 pub mod network;
+mod route_memo;
 mod window;
 
 pub use analytical::AnalyticalEngine;

@@ -11,16 +11,16 @@
 //! leaves its sources: its latency is returned to the caller, who adds it (a collective adds
 //! per-step latencies of its own).
 
-use std::collections::HashMap;
-
 use fabricsim_routing::select::{Choice, PathSelection, Selector, Ticket};
 use fabricsim_routing::{FlowKey, LinkCondition, LinkState, RouteError, Router, RoutingPolicy};
-use fabricsim_topology::{Bandwidth, LinkId, Nanos, NodeId, Topology};
+use fabricsim_topology::{Bandwidth, LinkId, Nanos, Topology};
 
 use smallvec::{smallvec, SmallVec};
 
 use crate::attribution::Attribution;
 use crate::engine::{Completion, Engine, FlowId, FlowSpec, LinkStats};
+use crate::link_sum::LinkSum;
+use crate::route_memo::RouteMemo;
 use crate::window::Window;
 
 /// A part of a strand: the route of a flow key under the policy, or one fixed link.
@@ -44,8 +44,42 @@ pub struct Strand {
 /// when the flow is done (a finished flow keeps no memory here but this tag).
 enum Recipe {
     Key(FlowKey),
+    /// A bundle of one strand of weight 1 over one or two routed legs (a message sent
+    /// directly, or through a PXN proxy: most of an all-to-all's), kept without a boxed strand.
+    Routed(FlowKey, Option<FlowKey>),
     Bundle(Box<[Strand]>),
     Done,
+}
+
+impl Recipe {
+    fn of_bundle(strands: Vec<Strand>) -> Recipe {
+        if let [strand] = &strands[..] {
+            if strand.weight == 1.0 {
+                match strand.legs[..] {
+                    [Leg::Routed(a)] => return Recipe::Routed(a, None),
+                    [Leg::Routed(a), Leg::Routed(b)] => return Recipe::Routed(a, Some(b)),
+                    _ => {}
+                }
+            }
+        }
+        Recipe::Bundle(strands.into_boxed_slice())
+    }
+
+    /// A bundle's strands (`None` for a key or a finished flow).
+    fn strands(&self) -> Option<Vec<Strand>> {
+        match self {
+            Recipe::Routed(a, b) => Some(vec![Strand {
+                legs: [Some(*a), *b]
+                    .into_iter()
+                    .flatten()
+                    .map(Leg::Routed)
+                    .collect(),
+                weight: 1.0,
+            }]),
+            Recipe::Bundle(strands) => Some(strands.to_vec()),
+            Recipe::Key(_) | Recipe::Done => None,
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -65,6 +99,8 @@ pub struct Network<'t, E: Engine> {
     memo: Option<RouteMemo>,
     /// The links of the flow being submitted, reused (submitting allocates nothing per flow).
     scratch: Vec<(LinkId, f64)>,
+    /// Merges a bundle's strands.
+    link_sum: LinkSum,
     /// Per link, the payload fraction of its capacity its transport delivers (empty: all 1).
     efficiency: Vec<f64>,
     /// Where flows are orbit representatives (see [`Fold`]).
@@ -122,31 +158,6 @@ impl Fold {
     }
 }
 
-/// A route as the engine takes it: weighted links and the latency.
-type Routed = (Vec<(LinkId, f64)>, Nanos);
-
-/// Routes by flow key, valid for one version of the link state: a routing policy is a function
-/// of the link state and the key, so the same key routes the same way until a link changes.
-///
-/// A hash map the event loop consults (looked up, never iterated), on purpose: flow keys are
-/// sparse (any pair of GPUs, ports and QPs), a lookup costs less than the hop-by-hop walk it
-/// saves, and the map is only looked up and cleared, never iterated, so it cannot reach the
-/// order of anything. A dense cache at the source of the repetition (per communicator and per
-/// send/receive pair, in the orchestrator) would remove it; that needs a way to submit a flow
-/// on links already routed.
-struct RouteMemo {
-    version: u64,
-    routes: HashMap<FlowKey, Routed>,
-    /// Spreads of a policy that ignores the key, by (source, destination), while they hold
-    /// fewer than [`SPREAD_MEMO_LINKS`] links in all: a spread crosses hundreds of links, so
-    /// only the pairs a job uses again and again (its pipeline and ring neighbours) fit.
-    spreads: HashMap<(NodeId, NodeId), Routed>,
-    spread_links: usize,
-}
-
-/// Links the remembered spreads may hold in all (16 bytes each: 64 MiB).
-const SPREAD_MEMO_LINKS: usize = 1 << 22;
-
 impl<'t, E: Engine> Network<'t, E> {
     pub fn new(topo: &'t Topology, router: Router<'t>, engine: E) -> Self {
         Network {
@@ -158,6 +169,7 @@ impl<'t, E: Engine> Network<'t, E> {
             stalled: Vec::new(),
             memo: None,
             scratch: Vec::new(),
+            link_sum: LinkSum::default(),
             efficiency: Vec::new(),
             fold: None,
             selector: Selector::default(),
@@ -268,12 +280,8 @@ impl<'t, E: Engine> Network<'t, E> {
     /// the spreads of policies that ignore the key (spray) are remembered per pair of GPUs, up
     /// to a bound.
     pub fn memoize_routes(&mut self) {
-        self.memo.get_or_insert_with(|| RouteMemo {
-            version: self.state.version(),
-            routes: HashMap::new(),
-            spreads: HashMap::new(),
-            spread_links: 0,
-        });
+        let version = self.state.version();
+        self.memo.get_or_insert_with(|| RouteMemo::new(version));
     }
 
     /// Appends the links of `key`'s route to `links`, each carrying `weight` times its share;
@@ -286,12 +294,7 @@ impl<'t, E: Engine> Network<'t, E> {
     ) -> Result<Nanos, RouteError> {
         let keyed = self.router.policy().uses_key();
         if let Some(memo) = &mut self.memo {
-            if memo.version != self.state.version() {
-                memo.routes.clear();
-                memo.spreads.clear();
-                memo.spread_links = 0;
-                memo.version = self.state.version();
-            }
+            memo.sync(self.state.version());
             let known = if keyed {
                 memo.routes.get(key)
             } else {
@@ -311,10 +314,8 @@ impl<'t, E: Engine> Network<'t, E> {
             let route = &links[start..];
             if keyed {
                 memo.routes.insert(*key, (route.to_vec(), latency));
-            } else if memo.spread_links + route.len() <= SPREAD_MEMO_LINKS {
-                memo.spread_links += route.len();
-                memo.spreads
-                    .insert((key.src, key.dst), (route.to_vec(), latency));
+            } else {
+                memo.keep_spread(key.src, key.dst, route, latency);
             }
         }
         if weight != 1.0 {
@@ -353,9 +354,7 @@ impl<'t, E: Engine> Network<'t, E> {
     pub fn set_policy(&mut self, policy: Box<dyn RoutingPolicy + 't>) {
         self.router.set_policy(policy);
         if let Some(memo) = &mut self.memo {
-            memo.routes.clear();
-            memo.spreads.clear();
-            memo.spread_links = 0;
+            memo.clear();
         }
     }
 
@@ -408,7 +407,9 @@ impl<'t, E: Engine> Network<'t, E> {
         let routed = match &recipe {
             Recipe::Key(key) => self.append_route(key, 1.0, &mut links),
             Recipe::Bundle(strands) => self.route_strand(&strands[0], &mut links),
-            Recipe::Done => unreachable!("a new flow has a recipe"),
+            Recipe::Routed(..) | Recipe::Done => {
+                unreachable!("a one-path flow has a key or a strand")
+            }
         };
         if let (Ok(_), Some(a)) = (&routed, &mut self.attribution) {
             a.charge(&links, bytes);
@@ -446,9 +447,7 @@ impl<'t, E: Engine> Network<'t, E> {
             cap,
             latency: Nanos(0),
         });
-        let kept = self
-            .recipes
-            .push(Recipe::Bundle(strands.into_boxed_slice()));
+        let kept = self.recipes.push(Recipe::of_bundle(strands));
         debug_assert_eq!(kept, id.0, "the network submits every flow of its engine");
         Ok((id, latency))
     }
@@ -485,20 +484,27 @@ impl<'t, E: Engine> Network<'t, E> {
         &mut self,
         strands: &[Strand],
     ) -> Result<(Vec<(LinkId, f64)>, Nanos), RouteError> {
+        if let Some(memo) = &mut self.memo {
+            memo.sync(self.state.version());
+            if let Some((links, latency)) = memo.bundle(strands) {
+                return Ok((links.clone(), *latency));
+            }
+        }
         let mut links = Vec::new();
         let mut latency = Nanos(0);
         for strand in strands {
             latency = latency.max(self.route_strand(strand, &mut links)?);
         }
-        links.sort_unstable_by_key(|&(l, _)| l);
-        let mut merged: Vec<(LinkId, f64)> = Vec::with_capacity(links.len());
-        for (l, w) in links {
-            match merged.last_mut() {
-                Some(last) if last.0 == l => last.1 += w,
-                _ => merged.push((l, w)),
-            }
+        let count = self.topo.link_count();
+        for &(l, w) in &links {
+            self.link_sum.add(count, l, w);
         }
-        Ok((merged, latency))
+        links.clear();
+        self.link_sum.drain_into(&mut links);
+        if let Some(memo) = &mut self.memo {
+            memo.keep_bundle(strands, &links, latency);
+        }
+        Ok((links, latency))
     }
 
     /// Flows whose routing recipes are held: from the oldest not yet completed to the newest.
@@ -542,8 +548,8 @@ impl<'t, E: Engine> Network<'t, E> {
                         (links, route.latency())
                     })
                 }
-                Recipe::Bundle(strands) => {
-                    let strands = strands.clone();
+                Recipe::Routed(..) | Recipe::Bundle(_) => {
+                    let strands = self.recipes[f].strands().unwrap_or_default();
                     self.resolve_bundle(&strands)
                         .map(|(links, _)| (links, Nanos(0)))
                 }

@@ -1,5 +1,6 @@
 //! The engines against closed forms, each other, failures, and the max-min certificate.
 
+use fabricsim_netsim::network::{Leg, Strand};
 use fabricsim_netsim::{AnalyticalEngine, Completion, Engine, FlowEngine, Network};
 use fabricsim_routing::{FlowKey, HashConfig, LinkCondition, Policy, Router};
 use fabricsim_topology::presets;
@@ -153,6 +154,75 @@ fn memoized_routes_follow_the_link_state() {
     let reference = plain.submit(key, GIB, None).unwrap();
     assert!(memo.route_of(after).iter().all(|&(l, _)| l != uplink));
     assert_eq!(memo.route_of(after), plain.route_of(reference));
+}
+
+/// A remembered bundle is the bundle: the same strands merge to the same links as without the
+/// memo, and after a link it took goes down, bundles in flight (kept whole or as one strand's
+/// keys) are re-routed as a fresh submission of the same strands is.
+#[test]
+fn memoized_bundles_follow_the_link_state() {
+    let topo = build("meta-ai-zone", &[("racks", "2")]);
+    let gpu = |name: &str| id(&topo, name);
+    let key = |a: &str, b: &str, qp| FlowKey::connection(gpu(a), gpu(b), qp, 5);
+    let ring = || {
+        vec![
+            Strand {
+                legs: [Leg::Routed(key("host0/gpu0", "host2/gpu0", 0))]
+                    .into_iter()
+                    .collect(),
+                weight: 0.5,
+            },
+            Strand {
+                legs: [Leg::Routed(key("host1/gpu0", "host3/gpu0", 0))]
+                    .into_iter()
+                    .collect(),
+                weight: 0.5,
+            },
+        ]
+    };
+    // Through a PXN proxy: one strand of two routed legs.
+    let via = || {
+        vec![Strand {
+            legs: [
+                Leg::Routed(key("host0/gpu1", "host0/gpu2", 0)),
+                Leg::Routed(key("host0/gpu2", "host2/gpu2", 1)),
+            ]
+            .into_iter()
+            .collect(),
+            weight: 1.0,
+        }]
+    };
+    let router = || Router::new(&topo, Policy::Ecmp, HashConfig::default());
+    let mut plain = Network::new(&topo, router(), FlowEngine::new(&topo));
+    let mut memo = Network::new(&topo, router(), FlowEngine::new(&topo));
+    memo.memoize_routes();
+    let mut flows = Vec::new();
+    let bundles: [&dyn Fn() -> Vec<Strand>; 2] = [&ring, &via];
+    for strands in bundles {
+        let first = memo.submit_bundle(strands(), GIB, None).unwrap().0;
+        let again = memo.submit_bundle(strands(), GIB, None).unwrap().0;
+        let reference = plain.submit_bundle(strands(), GIB, None).unwrap().0;
+        assert_eq!(memo.route_of(first), plain.route_of(reference));
+        assert_eq!(memo.route_of(again), memo.route_of(first));
+        flows.push((first, strands));
+    }
+    // Take down the uplink out of rack 0 of each bundle's first strand.
+    let rtsw = id(&topo, "zone0/rack0/rtsw");
+    for (flow, strands) in flows {
+        let (uplink, _) = *memo
+            .route_of(flow)
+            .iter()
+            .find(|&&(l, _)| topo.link(l).src == rtsw && topo.kind(topo.link(l).dst).is_switch())
+            .unwrap();
+        memo.set_cable(uplink, LinkCondition::Down);
+        plain.set_cable(uplink, LinkCondition::Down);
+        let rerouted = memo.route_of(flow);
+        assert!(rerouted.iter().all(|&(l, _)| l != uplink));
+        let fresh = memo.submit_bundle(strands(), GIB, None).unwrap().0;
+        let reference = plain.submit_bundle(strands(), GIB, None).unwrap().0;
+        assert_eq!(rerouted, memo.route_of(fresh));
+        assert_eq!(memo.route_of(fresh), plain.route_of(reference));
+    }
 }
 
 #[test]
