@@ -20,6 +20,9 @@ use crate::network::{Leg, Strand};
 /// A route as the engine takes it: weighted links and the latency.
 pub(crate) type Routed = (Vec<(LinkId, f64)>, Nanos);
 
+/// A bundle's strands and their merged route.
+type KeptBundle = (Box<[Strand]>, Routed);
+
 /// Links the remembered spreads may hold in all (16 bytes each: 64 MiB).
 const SPREAD_MEMO_LINKS: usize = 1 << 22;
 
@@ -37,7 +40,7 @@ pub(crate) struct RouteMemo {
     /// Merged bundles (a ring channel's strands), by the hash of their strands, while they
     /// hold fewer than [`BUNDLE_MEMO_LINKS`] links in all: a training job runs the same
     /// channels of the same communicators at every layer.
-    bundles: FxHashMap<u64, Vec<(Box<[Strand]>, Routed)>>,
+    bundles: FxHashMap<u64, Vec<KeptBundle>>,
     bundle_links: usize,
 }
 
