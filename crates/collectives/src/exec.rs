@@ -609,14 +609,10 @@ impl Groups {
                 .enumerate()
                 .map(|(i, t)| (t.group, i as u32)),
         );
-        let waiting: Vec<u32> = sched.groups.iter().map(|x| x.after.len() as u32).collect();
+        let waiting: Vec<u32> = (0..g as u32).map(|i| sched.after(i).len() as u32).collect();
         let followers = Csr::new(
             g,
-            sched
-                .groups
-                .iter()
-                .enumerate()
-                .flat_map(|(i, x)| x.after.iter().map(move |&a| (a, i as u32))),
+            (0..g as u32).flat_map(|i| sched.after(i).iter().map(move |&a| (a, i))),
         );
         Groups {
             members,

@@ -109,8 +109,6 @@ pub struct Group {
     /// rate).
     pub fill: u32,
     pub chunks: u32,
-    /// Groups that must be done before this one starts.
-    pub after: Vec<u32>,
 }
 
 /// Transfers, their dependencies and groups.
@@ -119,7 +117,7 @@ pub struct Group {
 /// which turns them around into each transfer's *dependents*, the form an execution reads
 /// (what a transfer's arrival releases), so that only one of the two is ever held with the
 /// transfers.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Schedule {
     transfers: Vec<Packed>,
     /// Until [`Schedule::finish`]: each transfer's dependencies, in CSR form.
@@ -128,22 +126,50 @@ pub struct Schedule {
     /// Once finished: each transfer's dependents.
     dependents: Option<Csr>,
     pub groups: Vec<Group>,
+    /// Per group, the groups that must be done before it starts, in CSR form (an all-to-all
+    /// has a group per message: a vector in each would double the groups' memory).
+    after_offsets: Vec<u32>,
+    after: Vec<u32>,
     /// Per group, its channel (its first transfer's).
     channels: Vec<u32>,
+}
+
+impl Default for Schedule {
+    fn default() -> Self {
+        Schedule::new()
+    }
 }
 
 impl Schedule {
     pub fn new() -> Schedule {
         Schedule {
+            transfers: Vec::new(),
             dep_offsets: vec![0],
-            ..Schedule::default()
+            deps: Vec::new(),
+            dependents: None,
+            groups: Vec::new(),
+            after_offsets: vec![0],
+            after: Vec::new(),
+            channels: Vec::new(),
         }
     }
 
-    pub fn add_group(&mut self, group: Group) -> u32 {
+    /// Adds `group`, to start once every group in `after` is done; returns its index.
+    pub fn add_group(&mut self, group: Group, after: impl IntoIterator<Item = u32>) -> u32 {
         self.groups.push(group);
         self.channels.push(NONE);
+        self.after.extend(after);
+        self.after_offsets.push(self.after.len() as u32);
         self.groups.len() as u32 - 1
+    }
+
+    /// The groups that must be done before group `g` starts.
+    pub fn after(&self, g: u32) -> &[u32] {
+        let (a, b) = (
+            self.after_offsets[g as usize],
+            self.after_offsets[g as usize + 1],
+        );
+        &self.after[a as usize..b as usize]
     }
 
     /// Adds `t`, which starts once every transfer in `deps` has arrived and, unless `prev` is
@@ -329,7 +355,7 @@ mod tests {
     fn a_transfer_is_held_in_28_bytes_and_read_back_whole() {
         assert_eq!(std::mem::size_of::<Packed>(), 28);
         let mut s = Schedule::new();
-        let g = s.add_group(Group::default());
+        let g = s.add_group(Group::default(), []);
         let paths = [
             Path::Direct,
             Path::Via(RANK_MASK),
@@ -351,7 +377,7 @@ mod tests {
     fn finishing_turns_every_dependency_into_a_dependent() {
         // Transfer t depends on every earlier transfer that divides it (1-based).
         let mut s = Schedule::new();
-        let g = s.add_group(Group::default());
+        let g = s.add_group(Group::default(), []);
         let n = 40u32;
         let deps = |t: u32| (0..t).filter(move |&d| (t + 1).is_multiple_of(d + 1));
         for t in 0..n {

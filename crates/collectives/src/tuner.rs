@@ -98,9 +98,9 @@ const PORTS: usize = 6;
 impl Loads {
     fn of(sched: &Schedule, ranks: &Ranks, platform: &Platform, nvls_weight: f64) -> Loads {
         let mut phase_of = vec![0usize; sched.groups.len()];
-        for (g, group) in sched.groups.iter().enumerate() {
-            phase_of[g] = group
-                .after
+        for g in 0..sched.groups.len() {
+            phase_of[g] = sched
+                .after(g as u32)
                 .iter()
                 .map(|&a| phase_of[a as usize] + 1)
                 .max()

@@ -63,13 +63,15 @@ fn path(req: &Request<'_>, src: u32, dst: u32) -> Path {
 fn pair(req: &Request<'_>, s: &mut Schedule, src: u32, dst: u32, bytes: u64, lane: u32) {
     let lanes = req.channels.min(2);
     for (c, part) in split(bytes, lanes).into_iter().enumerate() {
-        let group = s.add_group(Group {
-            steps: 1,
-            inter_steps: 1,
-            fill: 0,
-            chunks: 1,
-            after: Vec::new(),
-        });
+        let group = s.add_group(
+            Group {
+                steps: 1,
+                inter_steps: 1,
+                fill: 0,
+                chunks: 1,
+            },
+            Vec::new(),
+        );
         s.push(
             Transfer {
                 src,
@@ -97,17 +99,19 @@ fn barrier(req: &Request<'_>, s: &mut Schedule) {
         for i in 0..n {
             let j = (i + (1 << k)) % n;
             let (prev, prev_group) = received[i as usize];
-            let group = s.add_group(Group {
-                steps: 1,
-                inter_steps: 1,
-                fill: 0,
-                chunks: 1,
-                after: if prev_group == NONE {
+            let group = s.add_group(
+                Group {
+                    steps: 1,
+                    inter_steps: 1,
+                    fill: 0,
+                    chunks: 1,
+                },
+                if prev_group == NONE {
                     Vec::new()
                 } else {
                     vec![prev_group]
                 },
-            });
+            );
             let t = Transfer {
                 src: i,
                 dst: j,

@@ -95,13 +95,15 @@ fn run(s: &mut Schedule, n: u32, channel: u32, steps: &[Exchange<'_>]) {
     let mut sent = vec![NONE; n as usize];
     let mut after = Vec::new();
     for step in steps {
-        let group = s.add_group(Group {
-            steps: 1,
-            inter_steps: 1,
-            fill: 0,
-            chunks: 1,
-            after: std::mem::take(&mut after),
-        });
+        let group = s.add_group(
+            Group {
+                steps: 1,
+                inter_steps: 1,
+                fill: 0,
+                chunks: 1,
+            },
+            std::mem::take(&mut after),
+        );
         let mut got = vec![NONE; n as usize];
         let mut out = vec![NONE; n as usize];
         for i in 0..n {

@@ -24,13 +24,15 @@ pub(super) fn plan(req: &Request<'_>, s: &mut Schedule) -> Result<(), PlanError>
     for (c, bytes) in split(req.bytes, req.channels).into_iter().enumerate() {
         let nominal = chunk_count(bytes, req.chunk);
         // NCCL charges an NVLS collective one step, its NVLink latency (25 µs, `tuning.cc`).
-        let group = s.add_group(Group {
-            steps: 1,
-            inter_steps: 0,
-            fill: 1,
-            chunks: nominal,
-            after: Vec::new(),
-        });
+        let group = s.add_group(
+            Group {
+                steps: 1,
+                inter_steps: 0,
+                fill: 1,
+                chunks: nominal,
+            },
+            Vec::new(),
+        );
         let chunks = if req.step() {
             split(bytes, nominal)
         } else {

@@ -53,13 +53,15 @@ pub(super) fn plan(req: &Request<'_>, s: &mut Schedule) -> Result<(), PlanError>
         let (parent, outward, height) = host_tree(h, c, req.channels);
         let nominal = chunk_count(bytes, req.chunk);
         // NCCL charges NVLS-tree one NVLink step and 2·log2(hosts) network steps (`tuning.cc`).
-        let group = s.add_group(Group {
-            steps: 1 + 2 * height,
-            inter_steps: 2 * height,
-            fill: 2 * height,
-            chunks: nominal,
-            after: Vec::new(),
-        });
+        let group = s.add_group(
+            Group {
+                steps: 1 + 2 * height,
+                inter_steps: 2 * height,
+                fill: 2 * height,
+                chunks: nominal,
+            },
+            Vec::new(),
+        );
         let heads: Vec<u32> = hosts
             .iter()
             .map(|local| local[c as usize % local.len()])

@@ -107,13 +107,15 @@ impl Ring {
         } else {
             0
         };
-        let group = s.add_group(Group {
-            steps,
-            inter_steps,
-            fill: 0,
-            chunks: steps,
+        let group = s.add_group(
+            Group {
+                steps,
+                inter_steps,
+                fill: 0,
+                chunks: steps,
+            },
             after,
-        });
+        );
         let mut last = vec![NONE; req.n() as usize];
         if req.step() {
             let mut prev_step: Vec<u32> = Vec::new();
@@ -166,13 +168,15 @@ impl Ring {
         let n = self.len();
         let hops = (n - 1) as u32;
         let nominal = chunk_count(bytes, req.chunk);
-        let group = s.add_group(Group {
-            steps: hops,
-            inter_steps: self.hosts.saturating_sub(1),
-            fill: hops - 1,
-            chunks: nominal,
-            after: Vec::new(),
-        });
+        let group = s.add_group(
+            Group {
+                steps: hops,
+                inter_steps: self.hosts.saturating_sub(1),
+                fill: hops - 1,
+                chunks: nominal,
+            },
+            Vec::new(),
+        );
         // Edge e of the chain in sending order: position e -> e+1 outward, e+1 -> e inward.
         let edge = |e: usize, bytes: u64, step_start: bool| -> Transfer {
             let mut t = self.edge(e, bytes, group, step_start);

@@ -144,13 +144,15 @@ pub(super) fn plan(req: &Request<'_>, s: &mut Schedule) {
         let passes = u32::from(up) + u32::from(down);
         let steps = tree.height * passes;
         let nominal = chunk_count(bytes, req.chunk);
-        let group = s.add_group(Group {
-            steps,
-            inter_steps: tree.inter_height * passes,
-            fill: steps.saturating_sub(1),
-            chunks: nominal,
-            after: Vec::new(),
-        });
+        let group = s.add_group(
+            Group {
+                steps,
+                inter_steps: tree.inter_height * passes,
+                fill: steps.saturating_sub(1),
+                chunks: nominal,
+            },
+            Vec::new(),
+        );
         let n = req.n() as usize;
         let edge = |src: u32, dst: u32, bytes: u64, step_start: bool| Transfer {
             src,
