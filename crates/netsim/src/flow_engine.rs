@@ -41,6 +41,7 @@ use crate::window::Window;
 
 mod cohort;
 mod component;
+mod in_place;
 mod link;
 
 use cohort::{path_key, path_slot, Cohort, Member, NO_COHORT, PATH_SLOTS};
@@ -225,6 +226,8 @@ pub struct FlowEngine {
     check: u32,
     rates: Vec<f64>,
     dense: DenseScratch,
+    /// Components with more link entries are solved in place (`in_place.rs`).
+    in_place_entries: usize,
     /// Link accounting, filled from `link` when asked for.
     stats: LinkStats,
     solves: u64,
@@ -271,10 +274,18 @@ impl FlowEngine {
             check: 0,
             rates: Vec::new(),
             dense: DenseScratch::default(),
+            in_place_entries: in_place::IN_PLACE_ENTRIES,
             stats: LinkStats::new(n),
             solves: 0,
             solved_flows: 0,
         }
+    }
+
+    /// Solves components of more than `entries` link entries in place rather than from a
+    /// compact copy (by default above 2^20; the rates are the same to the last bit, which
+    /// the tests check by solving everything in place).
+    pub fn solve_in_place_above(&mut self, entries: usize) {
+        self.in_place_entries = entries;
     }
 
     /// How many component re-solves ran (for benchmarks and tests of incrementality).

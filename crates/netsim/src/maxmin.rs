@@ -77,6 +77,56 @@ impl Dense<'_> {
     }
 }
 
+/// What the heap solver reads of a problem: links in local numbers `0..links()`, flows
+/// `0..flows()`. [`Dense`] holds a copy; the flow engine reads a component too large to copy
+/// where it lies, and lists each link's flows from its own link lists
+/// ([`Problem::LISTS_FLOWS`]), so that the solver builds no index of its own.
+pub trait Problem {
+    fn links(&self) -> usize;
+    fn flows(&self) -> usize;
+    /// Link `k`'s capacity left for these flows (bytes/s).
+    fn capacity(&self, k: usize) -> f64;
+    /// Link `k`'s distinct id: of links that saturate at the same level, the lower goes first.
+    fn id(&self, k: usize) -> u32;
+    /// Flow `f`'s rate cap, `INFINITY` for none.
+    fn cap(&self, f: usize) -> f64;
+    /// Calls `visit(k, w)` for each of flow `f`'s links with its weight there, in one order.
+    fn each_link(&self, f: usize, visit: impl FnMut(u32, f64));
+    /// Whether [`Problem::flows_on`] lists links' flows.
+    const LISTS_FLOWS: bool = false;
+    /// The flows on link `k`, once per entry, in increasing order, into `out` (called only
+    /// where [`Problem::LISTS_FLOWS`]).
+    fn flows_on(&self, _k: usize, _out: &mut Vec<u32>) {}
+}
+
+impl Problem for Dense<'_> {
+    fn links(&self) -> usize {
+        self.capacity.len()
+    }
+
+    fn flows(&self) -> usize {
+        self.caps.len()
+    }
+
+    fn capacity(&self, k: usize) -> f64 {
+        self.capacity[k]
+    }
+
+    fn id(&self, k: usize) -> u32 {
+        self.ids[k]
+    }
+
+    fn cap(&self, f: usize) -> f64 {
+        self.caps[f]
+    }
+
+    fn each_link(&self, f: usize, mut visit: impl FnMut(u32, f64)) {
+        for (k, w) in self.flow(f) {
+            visit(k, w);
+        }
+    }
+}
+
 /// A heap event: a level and what reaches it — a link `(id, local index)` or a cap
 /// `(u32::MAX, flow)`. Packed into one integer so the heap compares once: levels are never
 /// negative, and the bits of non-negative floats order as the floats do. A min-heap on level,
@@ -121,6 +171,8 @@ pub struct Solver {
     start: Vec<u32>,
     flows: Vec<u32>,
     heap: BinaryHeap<Event>,
+    /// The flows on the link being saturated.
+    on_link: Vec<u32>,
     /// A small problem's per-link event: what its heap entry would be, `None` once popped.
     keys: Vec<Option<Event>>,
 }
@@ -156,69 +208,73 @@ impl Solver {
     /// Max-min fair rates for the flows of `p`, one per flow into `rates`.
     pub fn solve_dense(&mut self, p: Dense<'_>, rates: &mut Vec<f64>) {
         let (m, n) = (p.capacity.len(), p.caps.len());
+        self.prepare(m, n, rates);
+        if n <= SMALL && m <= SMALL_LINKS {
+            self.solve_small(p, rates);
+        } else {
+            self.solve_heap(&p, rates);
+        }
+        unlimited(rates);
+    }
+
+    /// Max-min fair rates for the flows of `p`, one per flow into `rates`, with the heap: the
+    /// same rates as [`Solver::solve_dense`] of the same problem copied, to the last bit.
+    pub fn solve_problem<P: Problem>(&mut self, p: &P, rates: &mut Vec<f64>) {
+        self.prepare(p.links(), p.flows(), rates);
+        self.solve_heap(p, rates);
+        unlimited(rates);
+    }
+
+    fn prepare(&mut self, m: usize, n: usize, rates: &mut Vec<f64>) {
         rates.clear();
         rates.resize(n, f64::NAN);
         self.weight.clear();
         self.weight.resize(m, 0.0);
         self.frozen_load.clear();
         self.frozen_load.resize(m, 0.0);
-        if n <= SMALL && m <= SMALL_LINKS {
-            self.solve_small(p, rates);
-        } else {
-            self.solve_heap(p, rates);
-        }
-        // Flows that cross no link and have no cap are limited by nothing: infinite.
-        for r in rates.iter_mut() {
-            if r.is_nan() {
-                *r = f64::INFINITY;
-            }
-        }
     }
 
     /// Progressive filling with the heap (module docs).
-    fn solve_heap(&mut self, p: Dense<'_>, rates: &mut [f64]) {
-        let (m, n) = (p.capacity.len(), p.caps.len());
-        // Sum the links' weights and count their flows (in `start`, shifted by one for the
-        // prefix sum below).
+    fn solve_heap<P: Problem>(&mut self, p: &P, rates: &mut [f64]) {
+        let (m, n) = (p.links(), p.flows());
+        // Sum the links' weights and, unless the problem lists them, count their flows (in
+        // `start`, shifted by one for the prefix sum below).
+        let index = !P::LISTS_FLOWS;
         self.start.clear();
-        self.start.resize(m + 1, 0);
-        let mut events = std::mem::take(&mut self.heap).into_vec();
-        for f in 0..n {
-            for (k, w) in p.flow(f) {
-                self.weight[k as usize] += w;
-                self.start[k as usize + 1] += 1;
-            }
+        if index {
+            self.start.resize(m + 1, 0);
         }
-        for (f, &cap) in p.caps.iter().enumerate() {
+        let mut events = std::mem::take(&mut self.heap).into_vec();
+        let (weight, start) = (&mut self.weight, &mut self.start);
+        for f in 0..n {
+            p.each_link(f, |k, w| {
+                weight[k as usize] += w;
+                if index {
+                    start[k as usize + 1] += 1;
+                }
+            });
+        }
+        for f in 0..n {
+            let cap = p.cap(f);
             if cap.is_finite() {
                 events.push(Event::new(cap, u32::MAX, f as u32));
             }
         }
-        for k in 0..m {
-            self.start[k + 1] += self.start[k];
-        }
-        self.flows.resize(self.start[m] as usize, 0);
-        for f in 0..n {
-            for &k in p.flow_ids(f) {
-                // `start[k]` runs ahead as a fill cursor, and ends where `start[k + 1]` began.
-                let k = k as usize;
-                self.flows[self.start[k] as usize] = f as u32;
-                self.start[k] += 1;
-            }
-        }
-        for k in (1..m).rev() {
-            self.start[k] = self.start[k - 1];
-        }
-        if let Some(first) = self.start.first_mut() {
-            *first = 0;
+        if index {
+            self.index(p);
         }
         for k in 0..m {
-            events.push(Event::new(self.level_of(k, p.capacity), p.ids[k], k as u32));
+            events.push(Event::new(
+                self.level_of(k, p.capacity(k)),
+                p.id(k),
+                k as u32,
+            ));
         }
         self.heap = BinaryHeap::from(events);
         let mut level = 0.0f64;
         // Once every flow is frozen, the links still in the heap change nothing.
         let mut unfrozen = n;
+        let mut on_link = std::mem::take(&mut self.on_link);
         while unfrozen > 0 {
             let Some(ev) = self.heap.pop() else {
                 break;
@@ -227,7 +283,7 @@ impl Solver {
                 let f = ev.tag() as usize;
                 if rates[f].is_nan() {
                     level = level.max(ev.level());
-                    self.freeze(f, ev.level().min(level).max(0.0), &p, rates);
+                    self.freeze(f, ev.level().min(level).max(0.0), p, rates);
                     unfrozen -= 1;
                 }
                 continue;
@@ -236,22 +292,59 @@ impl Solver {
             if self.weight[k] <= 0.0 {
                 continue;
             }
-            let current = self.level_of(k, p.capacity);
+            let current = self.level_of(k, p.capacity(k));
             if current > ev.level() {
                 // Flows froze on the link since it was keyed: its level rose (module docs).
                 self.heap.push(Event::new(current, ev.what(), ev.tag()));
                 continue;
             }
             level = level.max(ev.level());
-            for i in self.start[k]..self.start[k + 1] {
-                let f = self.flows[i as usize] as usize;
-                if rates[f].is_nan() {
-                    self.freeze(f, level, &p, rates);
-                    unfrozen -= 1;
+            if index {
+                for i in self.start[k]..self.start[k + 1] {
+                    let f = self.flows[i as usize] as usize;
+                    if rates[f].is_nan() {
+                        self.freeze(f, level, p, rates);
+                        unfrozen -= 1;
+                    }
+                }
+            } else {
+                p.flows_on(k, &mut on_link);
+                for &f in &on_link {
+                    let f = f as usize;
+                    if rates[f].is_nan() {
+                        self.freeze(f, level, p, rates);
+                        unfrozen -= 1;
+                    }
                 }
             }
         }
+        self.on_link = on_link;
         self.heap.clear();
+    }
+
+    /// Each link's flows in `flows` (CSR by `start`, in increasing order), from the counts in
+    /// `start` shifted by one.
+    fn index<P: Problem>(&mut self, p: &P) {
+        let m = p.links();
+        for k in 0..m {
+            self.start[k + 1] += self.start[k];
+        }
+        self.flows.resize(self.start[m] as usize, 0);
+        let (flows, start) = (&mut self.flows, &mut self.start);
+        for f in 0..p.flows() {
+            p.each_link(f, |k, _| {
+                // `start[k]` runs ahead as a fill cursor, and ends where `start[k + 1]` began.
+                let k = k as usize;
+                flows[start[k] as usize] = f as u32;
+                start[k] += 1;
+            });
+        }
+        for k in (1..m).rev() {
+            self.start[k] = self.start[k - 1];
+        }
+        if let Some(first) = self.start.first_mut() {
+            *first = 0;
+        }
     }
 
     /// [`Self::solve_heap`] for a few flows: each step scans every link's key and every
@@ -266,7 +359,7 @@ impl Solver {
         }
         self.keys.clear();
         for k in 0..m {
-            let key = Event::new(self.level_of(k, p.capacity), p.ids[k], k as u32);
+            let key = Event::new(self.level_of(k, p.capacity[k]), p.ids[k], k as u32);
             self.keys.push(Some(key));
         }
         let mut level = 0.0f64;
@@ -293,7 +386,7 @@ impl Solver {
             if self.weight[k] <= 0.0 {
                 continue;
             }
-            let current = self.level_of(k, p.capacity);
+            let current = self.level_of(k, p.capacity[k]);
             if current > ev.level() {
                 self.keys[k] = Some(Event::new(current, ev.what(), ev.tag()));
                 continue;
@@ -308,21 +401,31 @@ impl Solver {
         }
     }
 
-    fn freeze(&mut self, f: usize, rate: f64, p: &Dense<'_>, rates: &mut [f64]) {
+    fn freeze<P: Problem>(&mut self, f: usize, rate: f64, p: &P, rates: &mut [f64]) {
         rates[f] = rate;
-        for (k, w) in p.flow(f) {
+        let (frozen_load, weight) = (&mut self.frozen_load, &mut self.weight);
+        p.each_link(f, |k, w| {
             let k = k as usize;
-            self.frozen_load[k] += w * rate;
-            self.weight[k] -= w;
-            if self.weight[k] < 1e-12 {
-                self.weight[k] = 0.0;
+            frozen_load[k] += w * rate;
+            weight[k] -= w;
+            if weight[k] < 1e-12 {
+                weight[k] = 0.0;
             }
-        }
+        });
     }
 
     /// The level at which link `k` saturates if every unfrozen flow on it rises together.
-    fn level_of(&self, k: usize, capacity: &[f64]) -> f64 {
-        ((capacity[k] - self.frozen_load[k]) / self.weight[k]).max(0.0)
+    fn level_of(&self, k: usize, capacity: f64) -> f64 {
+        ((capacity - self.frozen_load[k]) / self.weight[k]).max(0.0)
+    }
+}
+
+/// Flows that cross no link and have no cap are limited by nothing: infinite.
+fn unlimited(rates: &mut [f64]) {
+    for r in rates.iter_mut() {
+        if r.is_nan() {
+            *r = f64::INFINITY;
+        }
     }
 }
 
@@ -391,9 +494,47 @@ mod tests {
         assert_eq!(r, vec![1.0, 4.5, 4.5]);
     }
 
+    /// A problem that lists each link's flows itself (by a scan), as the flow engine's in
+    /// place does from its link lists.
+    struct Listed<'a>(Dense<'a>);
+
+    impl Problem for Listed<'_> {
+        fn links(&self) -> usize {
+            self.0.links()
+        }
+        fn flows(&self) -> usize {
+            self.0.flows()
+        }
+        fn capacity(&self, k: usize) -> f64 {
+            self.0.capacity(k)
+        }
+        fn id(&self, k: usize) -> u32 {
+            self.0.id(k)
+        }
+        fn cap(&self, f: usize) -> f64 {
+            self.0.cap(f)
+        }
+        fn each_link(&self, f: usize, visit: impl FnMut(u32, f64)) {
+            self.0.each_link(f, visit);
+        }
+        const LISTS_FLOWS: bool = true;
+        fn flows_on(&self, k: usize, out: &mut Vec<u32>) {
+            out.clear();
+            for f in 0..self.0.flows() {
+                let on = self.0.flow_ids(f).iter().filter(|&&j| j as usize == k);
+                out.extend(on.map(|_| f as u32));
+            }
+        }
+    }
+
+    fn bits(r: &[f64]) -> Vec<u64> {
+        r.iter().map(|x| x.to_bits()).collect()
+    }
+
     /// The scan for small problems must pick the same events as the heap, so give the same
-    /// rates to the last bit: checked on random problems full of ties (capacities and caps
-    /// from a few values, weights of a third).
+    /// rates to the last bit, and so must the heap where the problem lists links' flows
+    /// itself: checked on random problems full of ties (capacities and caps from a few
+    /// values, weights of a third).
     #[test]
     fn small_problems_solve_as_the_heap_does() {
         let mut seed = 7u64;
@@ -403,7 +544,8 @@ mod tests {
                 .wrapping_add(1442695040888963407);
             (seed >> 33) % n
         };
-        let (mut solver, mut small, mut heap) = (Solver::default(), Vec::new(), Vec::new());
+        let (mut solver, mut small, mut heap, mut listed) =
+            (Solver::default(), Vec::new(), Vec::new(), Vec::new());
         for _ in 0..20_000 {
             let m = 1 + next(10) as usize;
             let n = 1 + next(SMALL as u64) as usize;
@@ -434,22 +576,14 @@ mod tests {
                 scale: &scale,
                 caps: &caps,
             };
-            for (rates, run) in [
-                (
-                    &mut small,
-                    Solver::solve_small as fn(&mut Solver, Dense<'_>, &mut [f64]),
-                ),
-                (&mut heap, Solver::solve_heap),
-            ] {
-                rates.clear();
-                rates.resize(n, f64::NAN);
-                solver.weight.clear();
-                solver.weight.resize(m, 0.0);
-                solver.frozen_load.clear();
-                solver.frozen_load.resize(m, 0.0);
-                run(&mut solver, p, rates);
-            }
-            let bits = |r: &[f64]| r.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            solver.prepare(m, n, &mut small);
+            solver.solve_small(p, &mut small);
+            solver.prepare(m, n, &mut heap);
+            solver.solve_heap(&p, &mut heap);
+            // The same problem listing each link's flows itself, as the engine's in place.
+            solver.prepare(m, n, &mut listed);
+            solver.solve_heap(&Listed(p), &mut listed);
+            assert_eq!(bits(&listed), bits(&heap));
             assert_eq!(
                 bits(&small),
                 bits(&heap),

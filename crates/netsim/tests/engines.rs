@@ -553,8 +553,13 @@ proptest! {
         let policy = Policy::parse(Policy::NAMES[policy]).unwrap();
         let gpus = topo.gpus();
         let n = gpus.len() as u32;
-        let run_once = || {
-            let mut net = Network::new(&topo, Router::new(&topo, policy, HashConfig { seed, polarized: false, functions: [None; 3], ..HashConfig::default() }), FlowEngine::new(&topo));
+        // `in_place`: every component solved where it lies (`solve_in_place_above(0)`).
+        let run_once = |in_place: bool| {
+            let mut engine = FlowEngine::new(&topo);
+            if in_place {
+                engine.solve_in_place_above(0);
+            }
+            let mut net = Network::new(&topo, Router::new(&topo, policy, HashConfig { seed, polarized: false, functions: [None; 3], ..HashConfig::default() }), engine);
             let mut order: Vec<_> = flows.iter().filter(|f| f.0 % n != f.1 % n).collect();
             order.sort_by_key(|f| f.3);
             let mut done = Vec::new();
@@ -581,8 +586,9 @@ proptest! {
             prop_assert_eq!(done.len(), order.len() * qps as usize);
             Ok(done)
         };
-        let first = run_once()?;
-        prop_assert_eq!(first, run_once()?, "same inputs, same completions");
+        let first = run_once(false)?;
+        prop_assert_eq!(&first, &run_once(false)?, "same inputs, same completions");
+        prop_assert_eq!(first, run_once(true)?, "solved in place, the same completions");
     }
 }
 

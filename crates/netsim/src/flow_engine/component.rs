@@ -14,8 +14,9 @@
 //! every shared link reached across the fabric: flows at equal rates (the QPs of connections
 //! split evenly, each at its NIC's share) chained into components of thousands.
 
+use super::in_place::InPlace;
 use super::{FlowEngine, CERTIFIED, PENDING, TOLERANCE};
-use crate::maxmin::Dense;
+use crate::maxmin::{Dense, Problem};
 
 /// Links with at most this many flows have their fastest flow found by a scan, not remembered.
 const SCAN_FLOWS: usize = 8;
@@ -302,6 +303,14 @@ impl FlowEngine {
     /// loads into `dense.fixed` (by the links' local numbers, their position in
     /// `comp_links`); nothing is committed. Short contiguous arrays for the solver.
     fn solve_component(&mut self) {
+        let entries: usize = self
+            .comp_flows
+            .iter()
+            .map(|&f| self.cohorts[f as usize].links.len as usize)
+            .sum();
+        if entries > self.in_place_entries {
+            return self.solve_in_place();
+        }
         let d = &mut self.dense;
         d.fixed.clear();
         for (k, &l) in self.comp_links.iter().enumerate() {
@@ -340,12 +349,8 @@ impl FlowEngine {
             d.scale.push(members);
             d.caps.push(flow.cap);
         }
-        d.capacity.clear();
-        for (k, &l) in self.comp_links.iter().enumerate() {
-            d.fixed[k] = d.fixed[k].max(0.0);
-            d.capacity
-                .push((self.link[l as usize].capacity - d.fixed[k]).max(0.0));
-        }
+        self.capacity_left();
+        let d = &mut self.dense;
         let p = Dense {
             capacity: &d.capacity,
             ids: &self.comp_links,
@@ -361,6 +366,56 @@ impl FlowEngine {
             for (k, w) in p.flow(i) {
                 d.fixed[k as usize] += w * rate;
             }
+        }
+    }
+
+    /// [`Self::solve_component`] of a component too large to copy (`in_place.rs`): the same
+    /// steps, reading the cohorts' links and the links' flow lists where they lie.
+    fn solve_in_place(&mut self) {
+        let d = &mut self.dense;
+        d.fixed.clear();
+        for (k, &l) in self.comp_links.iter().enumerate() {
+            let link = &mut self.link[l as usize];
+            link.slot = k as u32;
+            d.fixed.push(link.load());
+        }
+        for (i, &f) in self.comp_flows.iter().enumerate() {
+            let rate = self.hot[f as usize].rate;
+            self.hot[f as usize].slot = i as u32;
+            if rate.is_finite() {
+                let flow = &self.cohorts[f as usize];
+                let members = f64::from(flow.members);
+                for (l, w) in self.incidence.get(flow.links) {
+                    d.fixed[self.link[l as usize].slot as usize] -= w * members * rate;
+                }
+            }
+        }
+        self.capacity_left();
+        let p = InPlace {
+            cohorts: &self.cohorts,
+            hot: &self.hot,
+            incidence: &self.incidence,
+            link: &self.link,
+            spill: &self.spill,
+            flows: &self.comp_flows,
+            links: &self.comp_links,
+            capacity: &self.dense.capacity,
+        };
+        self.solver.solve_problem(&p, &mut self.rates);
+        let fixed = &mut self.dense.fixed;
+        for (i, &rate) in self.rates.iter().enumerate() {
+            p.each_link(i, |k, w| fixed[k as usize] += w * rate);
+        }
+    }
+
+    /// The load the flows left out keep, never below 0, and the capacity they leave.
+    fn capacity_left(&mut self) {
+        let d = &mut self.dense;
+        d.capacity.clear();
+        for (k, &l) in self.comp_links.iter().enumerate() {
+            d.fixed[k] = d.fixed[k].max(0.0);
+            d.capacity
+                .push((self.link[l as usize].capacity - d.fixed[k]).max(0.0));
         }
     }
 
