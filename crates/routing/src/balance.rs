@@ -213,19 +213,22 @@ pub fn link_group(topo: &Topology, l: LinkId) -> Option<String> {
 /// The network links in `scope` grouped by direction between tiers (`rtsw->ctsw`), groups in
 /// order of their first link.
 pub fn link_groups(topo: &Topology, scope: &[bool]) -> Vec<(String, Vec<LinkId>)> {
-    let mut groups: Vec<(String, Vec<LinkId>)> = Vec::new();
+    // By the pair of tier names (a few), named once each.
+    let mut groups: Vec<((&str, &str), Vec<LinkId>)> = Vec::new();
     for l in topo.link_ids().filter(|l| scope[l.index()]) {
         let link = topo.link(l);
         let (Some(a), Some(b)) = (label(topo, link.src), label(topo, link.dst)) else {
             continue;
         };
-        let name = format!("{a}->{b}");
-        match groups.iter_mut().find(|(g, _)| *g == name) {
+        match groups.iter_mut().find(|(g, _)| *g == (a, b)) {
             Some((_, v)) => v.push(l),
-            None => groups.push((name, vec![l])),
+            None => groups.push(((a, b), vec![l])),
         }
     }
     groups
+        .into_iter()
+        .map(|((a, b), links)| (format!("{a}->{b}"), links))
+        .collect()
 }
 
 /// Groups the network links in `scope` by direction between tiers and summarises their loads.
