@@ -41,6 +41,7 @@ use crate::stats::{CollectiveKey, CommScope, Detail, JobStats, Lane, Slice};
 pub use crate::symmetry::SymmetryUse;
 
 mod diagnose;
+mod launch;
 mod sampling;
 mod state;
 mod transfers;
@@ -687,83 +688,6 @@ impl<'t> Orchestrator<'t> {
         let result = self.launch(j, i, memo, &ranks, t, group_seed, topo);
         self.jobs[j as usize].groups[g as usize].ranks = Some(ranks);
         result
-    }
-
-    /// Starts instance `i` on `ranks`: closed form inside a host, else an execution.
-    #[allow(clippy::too_many_arguments)]
-    fn launch(
-        &mut self,
-        j: u32,
-        i: u32,
-        memo: usize,
-        ranks: &Ranks,
-        t: u64,
-        seed: u64,
-        topo: &'t Topology,
-    ) -> Result<(), RunError> {
-        let (op, bytes) = (
-            self.instances[i as usize].op,
-            self.instances[i as usize].bytes,
-        );
-        if ranks.len() <= 1 {
-            self.heap.push(Event::new(t, COLL_DONE, 0, i));
-            return Ok(());
-        }
-        let comm = self.jobs[j as usize].spec.comm;
-        let g = self.instances[i as usize].group;
-        let cached = self.jobs[j as usize].groups[g as usize].memo[memo].choice;
-        let (algorithm, protocol, closed_ns) = match cached {
-            Some(c) => c,
-            None => {
-                let gpu = self.jobs[j as usize].spec.generation();
-                let platform = Platform::of(topo, ranks, gpu)
-                    .with_network_path(&mut self.net, ranks)
-                    .map_err(|e| RunError::Exec {
-                        job: self.job_err(j),
-                        error: e.into(),
-                    })?;
-                let c = choice(&platform, ranks, &comm, op, bytes);
-                self.jobs[j as usize].groups[g as usize].memo[memo].choice = Some(c);
-                c
-            }
-        };
-        self.instances[i as usize].algorithm = Some((algorithm.name(), protocol.name()));
-        if let Some(ns) = closed_ns {
-            self.heap.push(Event::new(t + ns, COLL_DONE, 0, i));
-            return Ok(());
-        }
-        let req = Request {
-            op,
-            bytes,
-            ranks,
-            algorithm,
-            channels: comm.channels,
-            chunk: comm.chunk,
-            fidelity: comm.fidelity,
-            sizes: None,
-        };
-        let sched = match &self.jobs[j as usize].groups[g as usize].memo[memo].schedule {
-            Some(s) => Arc::clone(s),
-            None => {
-                let s = Arc::new(plan(&req).map_err(|error| RunError::Plan {
-                    job: self.job_err(j),
-                    error,
-                })?);
-                self.jobs[j as usize].groups[g as usize].memo[memo].schedule = Some(Arc::clone(&s));
-                s
-            }
-        };
-        let transport = Transport {
-            protocol,
-            qps: comm.qps,
-            qp_mode: comm.qp_mode,
-            seed,
-            gpu: self.jobs[j as usize].spec.generation(),
-        };
-        self.instances[i as usize].exec =
-            Some(Execution::new(topo, sched, &req, transport, Nanos(t)));
-        self.touched.push(i);
-        Ok(())
     }
 
     fn collective_done(&mut self, i: u32, t: u64) -> Result<(), RunError> {

@@ -81,6 +81,13 @@ impl Ranks {
         &self.hosts
     }
 
+    /// Whether `other` lays its ranks on its hosts as this does (every rank on the same host
+    /// index, at the same position there): all that plans and the tuner read of the ranks
+    /// besides their GPUs.
+    pub fn same_layout(&self, other: &Ranks) -> bool {
+        self.host == other.host && self.local == other.local
+    }
+
     pub fn same_host(&self, a: u32, b: u32) -> bool {
         self.host(a) == self.host(b)
     }

@@ -438,3 +438,35 @@ fn the_tuner_picks_low_latency_protocols_for_small_messages() {
     assert!(small.tuned && small.protocol == "LL", "{small:?}");
     assert_eq!(large.protocol, "Simple");
 }
+
+/// Groups whose ranks lie alike on their hosts get the same plan whatever their GPUs (the
+/// cluster orchestrator tunes and plans one group per layout and shares it); a different order
+/// of the same GPUs is another layout.
+#[test]
+fn groups_laid_out_alike_are_planned_alike() {
+    let topo = zone();
+    let gpus = |hosts: [u32; 2]| -> Vec<_> {
+        hosts
+            .iter()
+            .flat_map(|h| (0..8).map(move |g| format!("host{h}/gpu{g}")))
+            .map(|name| topo.node_by_name(&name).unwrap())
+            .collect()
+    };
+    let a = Ranks::new(&topo, gpus([0, 1])).unwrap();
+    let b = Ranks::new(&topo, gpus([6, 3])).unwrap();
+    assert!(a.same_layout(&b) && a.gpus() != b.gpus());
+    for (op, algorithm) in [
+        (Collective::AllReduce, Algorithm::Ring),
+        (Collective::AllReduce, Algorithm::Tree),
+        (Collective::AllToAll, Algorithm::Pxn),
+    ] {
+        let [pa, pb] =
+            [&a, &b].map(|r| plan(&request(r, op, algorithm, 1 << 24, Fidelity::Step)).unwrap());
+        assert!(pa.transfers().eq(pb.transfers()), "{op:?} {algorithm:?}");
+        assert_eq!(pa.groups, pb.groups);
+    }
+    // Interleaved: rank 1 on the second host.
+    let mut mixed = gpus([0, 1]);
+    mixed.swap(1, 8);
+    assert!(!a.same_layout(&Ranks::new(&topo, mixed).unwrap()));
+}

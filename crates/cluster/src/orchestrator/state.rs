@@ -8,7 +8,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use fabricsim_collectives::tuner::{predict, settle};
-use fabricsim_collectives::{Collective, Execution, Platform, Ranks, Request, Schedule};
+use fabricsim_collectives::{Algorithm, Collective, Execution, Platform, Ranks, Request, Schedule};
 use fabricsim_routing::select::Ticket;
 use fabricsim_workload::{ComputeModel, OpKind, Program};
 
@@ -242,6 +242,70 @@ pub(crate) fn choice(
     (algorithm, protocol, closed)
 }
 
+/// Tuner choices and plans a job's groups share: groups whose ranks lie alike on their hosts
+/// ([`Ranks::same_layout`]) get the same plan of a collective (a schedule names ranks, not
+/// GPUs), and the same choice where they also see the same platform; the 2,048 tensor-parallel
+/// groups of a 16K-GPU job are then tuned once. Scanned, not hashed: a job has few layouts.
+#[derive(Default)]
+pub(super) struct Shared {
+    choices: Vec<(Collective, u64, Platform, Ranks, Choice)>,
+    schedules: Vec<(Collective, u64, Algorithm, Ranks, Arc<Schedule>)>,
+}
+
+impl Shared {
+    pub(super) fn choice(
+        &self,
+        op: Collective,
+        bytes: u64,
+        platform: &Platform,
+        ranks: &Ranks,
+    ) -> Option<Choice> {
+        self.choices
+            .iter()
+            .find(|(o, b, p, r, _)| {
+                (*o, *b) == (op, bytes) && p == platform && r.same_layout(ranks)
+            })
+            .map(|c| c.4)
+    }
+
+    pub(super) fn keep_choice(
+        &mut self,
+        op: Collective,
+        bytes: u64,
+        platform: Platform,
+        ranks: &Ranks,
+        choice: Choice,
+    ) {
+        self.choices
+            .push((op, bytes, platform, ranks.clone(), choice));
+    }
+
+    pub(super) fn schedule(
+        &self,
+        op: Collective,
+        bytes: u64,
+        algorithm: Algorithm,
+        ranks: &Ranks,
+    ) -> Option<Arc<Schedule>> {
+        self.schedules
+            .iter()
+            .find(|(o, b, a, r, _)| (*o, *b, *a) == (op, bytes, algorithm) && r.same_layout(ranks))
+            .map(|s| Arc::clone(&s.4))
+    }
+
+    pub(super) fn keep_schedule(
+        &mut self,
+        op: Collective,
+        bytes: u64,
+        algorithm: Algorithm,
+        ranks: &Ranks,
+        schedule: &Arc<Schedule>,
+    ) {
+        self.schedules
+            .push((op, bytes, algorithm, ranks.clone(), Arc::clone(schedule)));
+    }
+}
+
 /// The index of `(op, bytes)` in the group's memo, added if new.
 pub(super) fn gs_memo_index(gs: &mut GroupState, op: Collective, bytes: u64) -> usize {
     match gs.memo.iter().position(|m| (m.op, m.bytes) == (op, bytes)) {
@@ -290,6 +354,8 @@ pub(super) struct JobState {
     pub(super) remaining: Vec<u32>,
     pub(super) ranks: Vec<RankState>,
     pub(super) groups: Vec<GroupState>,
+    /// Choices and plans shared by groups of one layout.
+    pub(super) shared: Shared,
     pub(super) done: u64,
     pub(super) total: u64,
     pub(super) stats: JobStats,
@@ -379,6 +445,7 @@ impl JobState {
             remaining,
             ranks: (0..n).map(|_| RankState::default()).collect(),
             groups,
+            shared: Shared::default(),
             done: 0,
             total: total as u64,
             stats: JobStats::new(&spec, trace_ranks),
