@@ -372,7 +372,7 @@ impl<'t> PathFinder<'t> {
             return Err(self.no_path(src, dst));
         }
         let mut order: Vec<(u32, NodeId)> = vec![(t.cost(src).unwrap_or(0), src)];
-        let mut seen = std::collections::BTreeSet::from([src]);
+        let mut seen = rustc_hash::FxHashSet::from_iter([src]);
         let mut i = 0;
         while i < order.len() {
             let u = order[i].1;
@@ -399,8 +399,7 @@ impl<'t> PathFinder<'t> {
         dst: NodeId,
     ) -> Result<Route, RouteError> {
         let dag = self.shortest_path_dag(state, src, dst)?;
-        let index: HashMap<NodeId, usize> =
-            dag.iter().enumerate().map(|(i, (u, _))| (*u, i)).collect();
+        let index = dag_index(&dag);
         let mut to_dst = vec![0f64; dag.len()];
         let mut latency_to_dst = vec![0u64; dag.len()];
         for i in (0..dag.len()).rev() {
@@ -487,4 +486,9 @@ impl<'t> PathFinder<'t> {
         walk(self.topo, &hops, src, dst, &mut stack, &mut paths, limit);
         Ok((paths, count[&src]))
     }
+}
+
+/// Each node of a DAG by its position.
+fn dag_index(dag: &[(NodeId, Vec<LinkId>)]) -> rustc_hash::FxHashMap<NodeId, usize> {
+    dag.iter().enumerate().map(|(i, (u, _))| (*u, i)).collect()
 }
