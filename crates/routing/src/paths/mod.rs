@@ -399,7 +399,8 @@ impl<'t> PathFinder<'t> {
         dst: NodeId,
     ) -> Result<Route, RouteError> {
         let dag = self.shortest_path_dag(state, src, dst)?;
-        let index = dag_index(&dag);
+        let index: rustc_hash::FxHashMap<NodeId, usize> =
+            dag.iter().enumerate().map(|(i, (u, _))| (*u, i)).collect();
         let mut to_dst = vec![0f64; dag.len()];
         let mut latency_to_dst = vec![0u64; dag.len()];
         for i in (0..dag.len()).rev() {
@@ -486,9 +487,4 @@ impl<'t> PathFinder<'t> {
         walk(self.topo, &hops, src, dst, &mut stack, &mut paths, limit);
         Ok((paths, count[&src]))
     }
-}
-
-/// Each node of a DAG by its position.
-fn dag_index(dag: &[(NodeId, Vec<LinkId>)]) -> rustc_hash::FxHashMap<NodeId, usize> {
-    dag.iter().enumerate().map(|(i, (u, _))| (*u, i)).collect()
 }
