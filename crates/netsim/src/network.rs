@@ -437,12 +437,24 @@ impl<'t, E: Engine> Network<'t, E> {
         bytes: u64,
         cap: Option<Bandwidth>,
     ) -> Result<(FlowId, Nanos), NetworkError> {
-        let (links, latency) = self.resolve_bundle(&strands)?;
+        // A remembered bundle goes to the engine from the memo, not copied out of it.
+        let known = self.memo.as_mut().and_then(|memo| {
+            memo.sync(self.state.version());
+            memo.bundle(&strands)
+        });
+        let merged;
+        let (links, latency) = match known {
+            Some((links, latency)) => (&links[..], *latency),
+            None => {
+                merged = self.merge_bundle(&strands)?;
+                (&merged.0[..], merged.1)
+            }
+        };
         if let Some(a) = &mut self.attribution {
-            a.charge(&links, bytes);
+            a.charge(links, bytes);
         }
         let id = self.engine.submit(FlowSpec {
-            links: &links,
+            links,
             bytes,
             cap,
             latency: Nanos(0),
@@ -490,6 +502,15 @@ impl<'t, E: Engine> Network<'t, E> {
                 return Ok((links.clone(), *latency));
             }
         }
+        self.merge_bundle(strands)
+    }
+
+    /// The merged incidence of a bundle's strands routed now (links in id order) and its
+    /// latency, kept in the memo if there is one.
+    fn merge_bundle(
+        &mut self,
+        strands: &[Strand],
+    ) -> Result<(Vec<(LinkId, f64)>, Nanos), RouteError> {
         let mut links = Vec::new();
         let mut latency = Nanos(0);
         for strand in strands {

@@ -96,7 +96,7 @@ impl<'t> Orchestrator<'t> {
             gpu: self.jobs[j as usize].spec.generation(),
         };
         self.instances[i as usize].exec =
-            Some(Execution::new(topo, sched, &req, transport, Nanos(t)));
+            Some(Box::new(Execution::new(topo, sched, &req, transport, Nanos(t))));
         self.touched.push(i);
         Ok(())
     }

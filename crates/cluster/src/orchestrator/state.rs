@@ -136,7 +136,9 @@ pub(super) struct Instance {
     pub(super) start: u64,
     /// What runs it, (algorithm, protocol) names, once started (`None` for one rank).
     pub(super) algorithm: Option<(&'static str, &'static str)>,
-    pub(super) exec: Option<Execution>,
+    /// Boxed: an instance is moved whole when its slot is reused, and most never run one
+    /// (a collective inside one host is a closed form).
+    pub(super) exec: Option<Box<Execution>>,
     /// The time an own event of the execution is scheduled at (to avoid duplicates).
     pub(super) wake: u64,
 }
