@@ -37,7 +37,7 @@ use fabricsim_workload::OpKind;
 
 use crate::control::{LinkEvent, Recompute, ResolvedEvent, TeController, Trigger};
 use crate::job::JobSpec;
-use crate::stats::{CollectiveKey, CommScope, Detail, JobStats, Lane, Slice};
+use crate::stats::{CommScope, Detail, JobStats, Lane, Slice};
 pub use crate::symmetry::SymmetryUse;
 
 mod diagnose;
@@ -698,9 +698,15 @@ impl<'t> Orchestrator<'t> {
         let algorithm = inst.algorithm;
         let job = &mut self.jobs[j as usize];
         let group = &job.spec.workload.groups[g as usize];
-        let key = CollectiveKey::new(op, &group.name, group.ranks.len(), algorithm);
-        job.stats
-            .collective(key, bytes, t - start, job.weight[g as usize]);
+        job.stats.collective(
+            op,
+            &group.name,
+            group.ranks.len(),
+            algorithm,
+            bytes,
+            t - start,
+            job.weight[g as usize],
+        );
         for &(r, op_index, arrived) in &members {
             job.comm_ended(r, op_index, arrived, t, algorithm);
         }

@@ -140,17 +140,32 @@ impl CollectiveKey {
         ranks: usize,
         algorithm: Option<(&'static str, &'static str)>,
     ) -> CollectiveKey {
-        let scope = group.trim_end_matches(|c: char| c.is_ascii_digit());
         CollectiveKey {
             op,
-            scope: if scope.is_empty() {
-                group.to_string()
-            } else {
-                scope.to_string()
-            },
+            scope: Self::scope_of(group).to_string(),
             ranks,
             algorithm,
         }
+    }
+
+    /// A group's name without its trailing number (the whole name if it is all digits).
+    fn scope_of(group: &str) -> &str {
+        match group.trim_end_matches(|c: char| c.is_ascii_digit()) {
+            "" => group,
+            scope => scope,
+        }
+    }
+
+    /// Whether this is [`CollectiveKey::new`] of the same arguments.
+    fn is(
+        &self,
+        op: Collective,
+        group: &str,
+        ranks: usize,
+        algorithm: Option<(&'static str, &'static str)>,
+    ) -> bool {
+        (self.op, self.ranks, self.algorithm) == (op, ranks, algorithm)
+            && self.scope == Self::scope_of(group)
     }
 }
 
@@ -239,9 +254,33 @@ impl JobStats {
         }
     }
 
-    /// `times` alike collectives (one simulated for an orbit of groups) of `bytes` each.
-    pub fn collective(&mut self, key: CollectiveKey, bytes: u64, time_ns: u64, times: u32) {
-        let (n, t) = (u64::from(times), self.collectives.entry(key).or_default());
+    /// `times` alike collectives (one simulated for an orbit of groups) of `bytes` each, `op`
+    /// on `ranks` ranks of `group` under `algorithm` (see [`CollectiveKey`]). A job has a few
+    /// keys and runs millions of collectives: the key is found by a scan, and made only when
+    /// new.
+    #[allow(clippy::too_many_arguments)]
+    pub fn collective(
+        &mut self,
+        op: Collective,
+        group: &str,
+        ranks: usize,
+        algorithm: Option<(&'static str, &'static str)>,
+        bytes: u64,
+        time_ns: u64,
+        times: u32,
+    ) {
+        let known = self
+            .collectives
+            .iter_mut()
+            .find(|(k, _)| k.is(op, group, ranks, algorithm));
+        let t = match known {
+            Some((_, t)) => t,
+            None => {
+                let key = CollectiveKey::new(op, group, ranks, algorithm);
+                self.collectives.entry(key).or_default()
+            }
+        };
+        let n = u64::from(times);
         t.count += n;
         t.bytes += n * bytes;
         t.time_ns += n * time_ns;
