@@ -101,6 +101,10 @@ impl RankState {
     /// Adds the time since the last change to the bucket of the state the rank was in.
     pub(super) fn account(&mut self, now: u64) {
         let dt = now.saturating_sub(self.last);
+        if dt == 0 {
+            // Ranks in lock step account many events at one instant.
+            return;
+        }
         if self.compute.busy {
             self.compute_ns += dt;
         } else {
