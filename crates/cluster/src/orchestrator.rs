@@ -484,7 +484,7 @@ impl<'t> Orchestrator<'t> {
             } => {
                 let g = binding.groups[group as usize];
                 let seq = job.index[binding.program as usize].coll_seq[op as usize];
-                let scope = CommScope::of_group(&job.spec.workload.groups[g as usize].name);
+                let scope = job.scopes[g as usize];
                 job.ranks[r as usize].comm_began(t, scope);
                 let gs = &mut job.groups[g as usize];
                 let inst = match gs.pending.get(seq) {

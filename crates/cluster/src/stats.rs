@@ -156,16 +156,15 @@ impl CollectiveKey {
         }
     }
 
-    /// Whether this is [`CollectiveKey::new`] of the same arguments.
+    /// Whether this is [`CollectiveKey::new`] of the same arguments, the group's `scope` given.
     fn is(
         &self,
         op: Collective,
-        group: &str,
+        scope: &str,
         ranks: usize,
         algorithm: Option<(&'static str, &'static str)>,
     ) -> bool {
-        (self.op, self.ranks, self.algorithm) == (op, ranks, algorithm)
-            && self.scope == Self::scope_of(group)
+        (self.op, self.ranks, self.algorithm) == (op, ranks, algorithm) && self.scope == scope
     }
 }
 
@@ -269,10 +268,11 @@ impl JobStats {
         time_ns: u64,
         times: u32,
     ) {
+        let scope = CollectiveKey::scope_of(group);
         let known = self
             .collectives
             .iter_mut()
-            .find(|(k, _)| k.is(op, group, ranks, algorithm));
+            .find(|(k, _)| k.is(op, scope, ranks, algorithm));
         let t = match known {
             Some((_, t)) => t,
             None => {

@@ -362,6 +362,8 @@ pub(super) struct JobState {
     pub(super) groups: Vec<GroupState>,
     /// Choices and plans shared by groups of one layout.
     pub(super) shared: Shared,
+    /// Per group, what its collectives serve (read from its name once).
+    pub(super) scopes: Vec<CommScope>,
     pub(super) done: u64,
     pub(super) total: u64,
     pub(super) stats: JobStats,
@@ -452,6 +454,7 @@ impl JobState {
             ranks: (0..n).map(|_| RankState::default()).collect(),
             groups,
             shared: Shared::default(),
+            scopes: w.groups.iter().map(|g| CommScope::of_group(&g.name)).collect(),
             done: 0,
             total: total as u64,
             stats: JobStats::new(&spec, trace_ranks),
@@ -511,8 +514,7 @@ impl JobState {
         let w = &self.spec.workload;
         match w.program_of(r).ops[op as usize].kind {
             OpKind::Collective { group, .. } => {
-                let g = w.ranks[r as usize].groups[group as usize];
-                CommScope::of_group(&w.groups[g as usize].name)
+                self.scopes[w.ranks[r as usize].groups[group as usize] as usize]
             }
             _ => CommScope::Pp,
         }
