@@ -23,6 +23,14 @@ impl P2pSlot {
     }
 }
 
+/// A mailbox's entries with their tags kept apart: a mailbox holds tens of entries (a
+/// pipeline's microbatches in flight), and every send and receive finds its entry by tag.
+#[derive(Default)]
+pub(crate) struct Mailbox {
+    tags: Vec<u64>,
+    pub(crate) entries: Vec<P2pSlot>,
+}
+
 /// Point-to-point matching without a hash map: a *mailbox* per (receiver, sender) pair that
 /// the programs name holds the unmatched sends and receives between them, one entry per tag,
 /// removed once everything in it is matched (so it stays as small as what is in flight).
@@ -34,7 +42,7 @@ pub(crate) struct P2p {
     /// Per (rank, peer slot): the peer's mailbox for what this rank sends it, if the peer ever
     /// receives from this rank.
     outbox: Vec<Option<usize>>,
-    pub(crate) mailboxes: Vec<Vec<P2pSlot>>,
+    pub(crate) mailboxes: Vec<Mailbox>,
     /// Per mailbox: (sender, receiver).
     pub(crate) ends: Vec<(u32, u32)>,
 }
@@ -70,7 +78,7 @@ impl P2p {
             base,
             inbox,
             outbox,
-            mailboxes: (0..ends.len()).map(|_| Vec::new()).collect(),
+            mailboxes: (0..ends.len()).map(|_| Mailbox::default()).collect(),
             ends,
         }
     }
@@ -88,24 +96,27 @@ impl P2p {
     /// The entry for `tag` in mailbox `m`, added if new.
     pub(crate) fn slot(&mut self, m: usize, tag: u64) -> &mut P2pSlot {
         let mailbox = &mut self.mailboxes[m];
-        let i = match mailbox.iter().position(|s| s.tag == tag) {
+        let i = match mailbox.tags.iter().position(|&t| t == tag) {
             Some(i) => i,
             None => {
-                mailbox.push(P2pSlot {
+                mailbox.tags.push(tag);
+                mailbox.entries.push(P2pSlot {
                     tag,
                     ..P2pSlot::default()
                 });
-                mailbox.len() - 1
+                mailbox.tags.len() - 1
             }
         };
-        &mut mailbox[i]
+        &mut mailbox.entries[i]
     }
 
     /// Drops mailbox `m`'s entry for `tag` if nothing is left in it.
     pub(crate) fn tidy(&mut self, m: usize, tag: u64) {
         let mailbox = &mut self.mailboxes[m];
-        if let Some(i) = mailbox.iter().position(|s| s.tag == tag && s.is_empty()) {
-            mailbox.swap_remove(i);
+        let i = mailbox.tags.iter().position(|&t| t == tag);
+        if let Some(i) = i.filter(|&i| mailbox.entries[i].is_empty()) {
+            mailbox.tags.swap_remove(i);
+            mailbox.entries.swap_remove(i);
         }
     }
 }

@@ -79,7 +79,7 @@ impl Orchestrator<'_> {
         }
         let mut waiting: Vec<P2pKey> = Vec::new();
         for (m, &(src, dst)) in job.p2p.ends.iter().enumerate() {
-            for entry in &job.p2p.mailboxes[m] {
+            for entry in &job.p2p.mailboxes[m].entries {
                 if !entry.recvs.is_empty() {
                     waiting.push((src, dst, entry.tag));
                 }
