@@ -271,7 +271,7 @@ impl Shared {
             .find(|(o, b, p, r, _)| {
                 (*o, *b) == (op, bytes) && p == platform && r.same_layout(ranks)
             })
-            .map(|c| c.4)
+            .map(|&(.., choice)| choice)
     }
 
     pub(super) fn keep_choice(
@@ -296,7 +296,7 @@ impl Shared {
         self.schedules
             .iter()
             .find(|(o, b, a, r, _)| (*o, *b, *a) == (op, bytes, algorithm) && r.same_layout(ranks))
-            .map(|s| Arc::clone(&s.4))
+            .map(|(.., schedule)| Arc::clone(schedule))
     }
 
     pub(super) fn keep_schedule(
