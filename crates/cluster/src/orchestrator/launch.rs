@@ -95,8 +95,13 @@ impl<'t> Orchestrator<'t> {
             seed,
             gpu: self.jobs[j as usize].spec.generation(),
         };
-        self.instances[i as usize].exec =
-            Some(Box::new(Execution::new(topo, sched, &req, transport, Nanos(t))));
+        self.instances[i as usize].exec = Some(Box::new(Execution::new(
+            topo,
+            sched,
+            &req,
+            transport,
+            Nanos(t),
+        )));
         self.touched.push(i);
         Ok(())
     }

@@ -454,7 +454,11 @@ impl JobState {
             ranks: (0..n).map(|_| RankState::default()).collect(),
             groups,
             shared: Shared::default(),
-            scopes: w.groups.iter().map(|g| CommScope::of_group(&g.name)).collect(),
+            scopes: w
+                .groups
+                .iter()
+                .map(|g| CommScope::of_group(&g.name))
+                .collect(),
             done: 0,
             total: total as u64,
             stats: JobStats::new(&spec, trace_ranks),
