@@ -308,15 +308,16 @@ impl FlowEngine {
             .iter()
             .map(|&f| self.cohorts[f as usize].links.len as usize)
             .sum();
-        if entries > self.in_place_entries {
-            return self.solve_in_place();
-        }
+        // The links in local numbers, each with its load now.
         let d = &mut self.dense;
         d.fixed.clear();
         for (k, &l) in self.comp_links.iter().enumerate() {
             let link = &mut self.link[l as usize];
             link.slot = k as u32;
             d.fixed.push(link.load());
+        }
+        if entries > self.in_place_entries {
+            return self.solve_in_place();
         }
         // The flows' links in local numbers, and the load the flows left out keep. A path's
         // weights are kept per entry only once some path in the component has any but 1.
@@ -369,16 +370,11 @@ impl FlowEngine {
         }
     }
 
-    /// [`Self::solve_component`] of a component too large to copy (`in_place.rs`): the same
-    /// steps, reading the cohorts' links and the links' flow lists where they lie.
+    /// [`Self::solve_component`] of a component too large to copy (`in_place.rs`), its links
+    /// numbered: the same steps, reading the cohorts' links and the links' flow lists where
+    /// they lie.
     fn solve_in_place(&mut self) {
         let d = &mut self.dense;
-        d.fixed.clear();
-        for (k, &l) in self.comp_links.iter().enumerate() {
-            let link = &mut self.link[l as usize];
-            link.slot = k as u32;
-            d.fixed.push(link.load());
-        }
         for (i, &f) in self.comp_flows.iter().enumerate() {
             let rate = self.hot[f as usize].rate;
             self.hot[f as usize].slot = i as u32;
