@@ -187,8 +187,8 @@ pub struct FlowEngine {
     /// Each with the key's low 32 bits, so that a lookup reads a cohort only when the keys
     /// agree (most lookups of a run of distinct paths find another path's cohort).
     paths: Vec<(u32, u32)>,
-    /// The links of cohorts with more than `LONG_PATH` of them, sorted, each with its entry in
-    /// `incidence` (see `entry_on`).
+    /// The links of cohorts with more than `LONG_PATH` of them not in link order, sorted, each
+    /// with its entry in `incidence` (see `entry_on`); those in order (merged bundles) have none.
     long_paths: HashMap<u32, Box<[(u32, usize)]>, rustc_hash::FxBuildHasher>,
     incidence: Incidence,
     /// Per cohort: its rate per flow (bytes/s) and the epoch of the last component search that
@@ -214,6 +214,8 @@ pub struct FlowEngine {
     epoch: u32,
     comp_flows: Vec<u32>,
     comp_links: Vec<u32>,
+    /// Changed links that no flow crosses: out of the problem, their load 0 on a commit.
+    idle_links: Vec<u32>,
     /// The links the changes being solved touched (see `keeps_floor`), sorted; built on demand.
     touched: Vec<u32>,
     /// Scratch of `widen`: flows that fail the check (with the faster flows that broke their
@@ -267,6 +269,7 @@ impl FlowEngine {
             epoch: 0,
             comp_flows: Vec::new(),
             comp_links: Vec::new(),
+            idle_links: Vec::new(),
             touched: Vec::new(),
             widened: Vec::new(),
             outside: Vec::new(),
@@ -405,12 +408,18 @@ impl FlowEngine {
     fn entry_on(&self, g: u32, l: u32, at: u32) -> Option<usize> {
         let s = self.cohorts[g as usize].links;
         let is = |j: usize| self.incidence.ids[j] == l && self.incidence.pos[j] == at;
-        // Only long paths have a sorted copy: a short one is scanned without a map lookup.
-        match (s.len as usize > LONG_PATH)
-            .then(|| self.long_paths.get(&g))
-            .flatten()
-        {
-            None => (s.ids..s.ids + s.len as usize).find(|&j| is(j)),
+        let all = s.ids..s.ids + s.len as usize;
+        // A short path is scanned without a map lookup.
+        if s.len as usize <= LONG_PATH {
+            return all.clone().find(|&j| is(j));
+        }
+        match self.long_paths.get(&g) {
+            // In link order (a merged bundle's): each link once, found in place.
+            None => {
+                let ids = &self.incidence.ids[all.clone()];
+                let j = s.ids + ids.partition_point(|&m| m < l);
+                (j < all.end && is(j)).then_some(j)
+            }
             Some(sorted) => {
                 let from = sorted.partition_point(|&(m, _)| m < l);
                 sorted[from..]
@@ -540,7 +549,7 @@ impl FlowEngine {
         }
         let b = self.cohorts.len() as u32;
         let span = self.incidence.push(links);
-        if links.len() > LONG_PATH {
+        if links.len() > LONG_PATH && !links.windows(2).all(|w| w[0].0 < w[1].0) {
             let mut sorted: Vec<(u32, usize)> = (0..links.len())
                 .map(|i| (links[i].0 .0, span.ids + i))
                 .collect();

@@ -21,7 +21,7 @@ use crate::fields::Fields;
 use crate::hash::HashConfig;
 use crate::key::FlowKey;
 use crate::link_state::LinkState;
-use crate::paths::PathFinder;
+use crate::paths::{HostPath, PathFinder};
 
 /// How a switch picks among equal-cost next hops.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -302,23 +302,26 @@ impl<'t> Router<'t> {
         key: &FlowKey,
         out: &mut Vec<(LinkId, f64)>,
     ) -> Result<Nanos, RouteError> {
-        if let Some(route) = self.nvlink_route(state, key)? {
-            return Ok(route.append_to(out));
+        if let Some(path) = self.host_path(state, key)? {
+            out.extend(path.links().iter().map(|&l| (l, 1.0)));
+            return Ok(self.paths.latency_of(path.links()));
         }
         self.policy.route_into(&mut self.paths, state, key, out)
     }
 
     /// An error unless both ends of `key` are GPUs; the NVLink path if they share a host.
     fn nvlink_route(&self, state: &LinkState, key: &FlowKey) -> Result<Option<Route>, RouteError> {
+        Ok(self.host_path(state, key)?.map(|path| Route::Path {
+            latency: self.paths.latency_of(path.links()),
+            links: path.links().to_vec(),
+        }))
+    }
+
+    /// An error unless both ends of `key` are GPUs; the NVLink path if they share a host.
+    fn host_path(&self, state: &LinkState, key: &FlowKey) -> Result<Option<HostPath>, RouteError> {
         self.paths.check_gpu(key.src)?;
         self.paths.check_gpu(key.dst)?;
-        Ok(self
-            .paths
-            .nvlink_path(state, key.src, key.dst)
-            .map(|links| Route::Path {
-                latency: self.paths.latency_of(&links),
-                links,
-            }))
+        Ok(self.paths.nvlink_path(state, key.src, key.dst))
     }
 
     /// See [`PathFinder::equal_cost_paths`].

@@ -9,7 +9,7 @@
 //! the channel's bytes; all-gather and reduce-scatter are n−1 steps. Broadcast and reduce use the
 //! ring as a chain from (to) the root, pipelined in chunks.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use super::Request;
 use crate::layout::Ranks;
@@ -25,33 +25,71 @@ pub(super) struct Ring {
     pub hosts: u32,
 }
 
-impl Ring {
-    /// The rail-aligned ring of `members` in `channel` (see the module docs).
-    pub fn new(ranks: &Ranks, members: &[u32], channel: u32) -> Ring {
-        // Members grouped by host, hosts in order of first appearance (found by a map: a scan
-        // of the hosts so far made a ring over thousands of hosts quadratic to build).
-        let mut hosts: Vec<(u32, Vec<u32>)> = Vec::new();
-        let mut index: HashMap<u32, usize> = HashMap::new();
-        for &r in members {
-            let h = ranks.host(r);
-            let i = *index.entry(h).or_insert_with(|| {
-                hosts.push((h, Vec::new()));
-                hosts.len() - 1
-            });
-            hosts[i].1.push(r);
+/// Some ranks grouped by host, hosts in order of first appearance, ranks in their order: what
+/// every channel's ring is built from.
+pub(super) struct HostGroups {
+    /// The ranks, host after host.
+    ranks: Vec<u32>,
+    /// Where each host's ranks start in `ranks`, and their end.
+    starts: Vec<u32>,
+}
+
+impl HostGroups {
+    pub fn new(ranks: &Ranks, members: &[u32]) -> HostGroups {
+        // Each host's slot found by a map: a scan of the hosts so far made a ring over thousands
+        // of hosts quadratic to build.
+        let mut slot_of: FxHashMap<u32, u32> = FxHashMap::default();
+        let mut counts: Vec<u32> = Vec::new();
+        let slots: Vec<u32> = members
+            .iter()
+            .map(|&r| {
+                let slot = *slot_of.entry(ranks.host(r)).or_insert_with(|| {
+                    counts.push(0);
+                    counts.len() as u32 - 1
+                });
+                counts[slot as usize] += 1;
+                slot
+            })
+            .collect();
+        let mut starts = Vec::with_capacity(counts.len() + 1);
+        let mut at = 0;
+        starts.push(0);
+        for c in &mut counts {
+            let count = *c;
+            *c = at;
+            at += count;
+            starts.push(at);
         }
-        let mut order = Vec::with_capacity(members.len());
-        let mut paths = Vec::with_capacity(members.len());
-        let multi_host = hosts.len() > 1;
-        for (_, local) in &hosts {
+        let mut grouped = vec![0; members.len()];
+        for (&r, &slot) in members.iter().zip(&slots) {
+            grouped[counts[slot as usize] as usize] = r;
+            counts[slot as usize] += 1;
+        }
+        HostGroups {
+            ranks: grouped,
+            starts,
+        }
+    }
+
+    fn hosts(&self) -> impl Iterator<Item = &[u32]> {
+        self.starts
+            .windows(2)
+            .map(|w| &self.ranks[w[0] as usize..w[1] as usize])
+    }
+
+    /// The rail-aligned ring of these ranks in `channel` (see the module docs).
+    pub fn ring(&self, channel: u32) -> Ring {
+        let mut order = Vec::with_capacity(self.ranks.len());
+        let mut paths = Vec::with_capacity(self.ranks.len());
+        let multi_host = self.starts.len() > 2;
+        for local in self.hosts() {
             let k = local.len();
             let start = channel as usize % k;
             let entry = local[start];
             for t in 0..k {
-                order.push(local[(start + t) % k]);
-                let last = t + 1 == k;
                 let from = local[(start + t) % k];
-                paths.push(if last && multi_host && from != entry {
+                order.push(from);
+                paths.push(if t + 1 == k && multi_host && from != entry {
                     Path::Via(entry)
                 } else {
                     Path::Direct
@@ -62,8 +100,15 @@ impl Ring {
             order,
             paths,
             channel,
-            hosts: hosts.len() as u32,
+            hosts: self.starts.len() as u32 - 1,
         }
+    }
+}
+
+impl Ring {
+    /// The rail-aligned ring of `members` in `channel` (see the module docs).
+    pub fn new(ranks: &Ranks, members: &[u32], channel: u32) -> Ring {
+        HostGroups::new(ranks, members).ring(channel)
     }
 
     pub fn len(&self) -> usize {
@@ -212,9 +257,10 @@ impl Ring {
 pub(super) fn plan(req: &Request<'_>, s: &mut Schedule) {
     let n = req.n();
     let all: Vec<u32> = (0..n).collect();
+    let hosts = HostGroups::new(req.ranks, &all);
     let per_channel = split(req.bytes, req.channels);
     for c in 0..req.channels {
-        let ring = Ring::new(req.ranks, &all, c);
+        let ring = hosts.ring(c);
         let bytes = per_channel[c as usize];
         match req.op {
             Collective::AllReduce => {

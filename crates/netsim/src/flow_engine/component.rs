@@ -83,9 +83,15 @@ impl FlowEngine {
                 self.join(f);
             }
         }
+        self.idle_links.clear();
         for &l in &dirty_links {
-            if self.link[l as usize].mark != epoch {
-                self.link[l as usize].mark = epoch;
+            let link = &mut self.link[l as usize];
+            if link.flows.is_empty() {
+                // Nothing to solve on it (a capacity set before any flow, a link its last
+                // flow left): the problem stays the size of the flows'.
+                self.idle_links.push(l);
+            } else if link.mark != epoch {
+                link.mark = epoch;
                 self.comp_links.push(l);
             }
         }
@@ -434,6 +440,9 @@ impl FlowEngine {
                 link.capacity
             );
             link.note_peak();
+        }
+        for &l in &self.idle_links {
+            self.link[l as usize].set_load(now, 0.0);
         }
     }
 }

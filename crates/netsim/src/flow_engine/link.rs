@@ -122,7 +122,9 @@ impl FlowList {
             self.items[self.len()] = f;
         } else if self.len() == INLINE {
             let at = spill.free.pop().unwrap_or_else(|| {
-                spill.lists.push(Vec::new());
+                // Room to double before it grows (a pipelined ring's NVLink ports carry one
+                // cohort per channel).
+                spill.lists.push(Vec::with_capacity(2 * (INLINE + 1)));
                 spill.lists.len() as u32 - 1
             });
             let list = &mut spill.lists[at as usize];

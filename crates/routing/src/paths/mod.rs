@@ -67,6 +67,20 @@ struct WalkScratch {
     planned: Vec<LinkId>,
 }
 
+/// A path inside a host: a direct link, or two through an NVSwitch (held inline: every
+/// NVLink leg of a collective is routed).
+#[derive(Clone, Copy, Debug)]
+pub struct HostPath {
+    links: [LinkId; 2],
+    len: usize,
+}
+
+impl HostPath {
+    pub fn links(&self) -> &[LinkId] {
+        &self.links[..self.len]
+    }
+}
+
 impl<'t> PathFinder<'t> {
     pub fn new(topo: &'t Topology) -> Self {
         let graph = Graph::new(topo);
@@ -192,7 +206,7 @@ impl<'t> PathFinder<'t> {
     }
 
     /// The NVLink path inside a host, if `src` and `dst` share an NVSwitch or a direct link.
-    pub fn nvlink_path(&self, state: &LinkState, src: NodeId, dst: NodeId) -> Option<Vec<LinkId>> {
+    pub fn nvlink_path(&self, state: &LinkState, src: NodeId, dst: NodeId) -> Option<HostPath> {
         let topo = self.topo;
         let (a, b) = (self.ends[src.index()], self.ends[dst.index()]);
         let same_host = if a.is_gpu() && b.is_gpu() {
@@ -209,7 +223,10 @@ impl<'t> PathFinder<'t> {
             }
             let v = topo.link(l).dst;
             if v == dst {
-                return Some(vec![l]);
+                return Some(HostPath {
+                    links: [l, l],
+                    len: 1,
+                });
             }
             if topo.kind(v) == NodeKind::NvSwitch {
                 if let Some(&m) = topo
@@ -217,7 +234,10 @@ impl<'t> PathFinder<'t> {
                     .iter()
                     .find(|&&m| topo.link(m).dst == dst && state.is_up(m))
                 {
-                    return Some(vec![l, m]);
+                    return Some(HostPath {
+                        links: [l, m],
+                        len: 2,
+                    });
                 }
             }
         }
@@ -445,7 +465,7 @@ impl<'t> PathFinder<'t> {
         self.check_gpu(src)?;
         self.check_gpu(dst)?;
         if let Some(path) = self.nvlink_path(state, src, dst) {
-            return Ok((vec![path], 1));
+            return Ok((vec![path.links().to_vec()], 1));
         }
         let dag = self.shortest_path_dag(state, src, dst)?;
         let hops: HashMap<NodeId, &Vec<LinkId>> = dag.iter().map(|(u, h)| (*u, h)).collect();
