@@ -532,7 +532,7 @@ impl Execution {
             .map(|&t| self.costing.wire(self.sched.transfer(t).bytes))
             .collect();
         let most = wire.iter().copied().max().unwrap_or(0);
-        let mut strands = Vec::new();
+        let mut strands = Vec::with_capacity(edges.len());
         let now = self.end;
         for (&t, &w) in edges.iter().zip(&wire) {
             let tr = self.sched.transfer(t);

@@ -97,7 +97,8 @@ pub struct Network<'t, E: Engine> {
     recipes: Window<Recipe>,
     stalled: Vec<(FlowId, RouteError)>,
     memo: Option<RouteMemo>,
-    /// The links of the flow being submitted, reused (submitting allocates nothing per flow).
+    /// The links of the flow or bundle being submitted, reused (submitting allocates nothing
+    /// per flow).
     scratch: Vec<(LinkId, f64)>,
     /// Merges a bundle's strands.
     link_sum: LinkSum,
@@ -511,16 +512,19 @@ impl<'t, E: Engine> Network<'t, E> {
         &mut self,
         strands: &[Strand],
     ) -> Result<(Vec<(LinkId, f64)>, Nanos), RouteError> {
-        let mut links = Vec::new();
+        // The strands' links, unmerged, in the buffer kept between submissions.
+        let mut routed = std::mem::take(&mut self.scratch);
+        routed.clear();
         let mut latency = Nanos(0);
         for strand in strands {
-            latency = latency.max(self.route_strand(strand, &mut links)?);
+            latency = latency.max(self.route_strand(strand, &mut routed)?);
         }
         let count = self.topo.link_count();
-        for &(l, w) in &links {
+        for &(l, w) in &routed {
             self.link_sum.add(count, l, w);
         }
-        links.clear();
+        self.scratch = routed;
+        let mut links = Vec::new();
         self.link_sum.drain_into(&mut links);
         if let Some(memo) = &mut self.memo {
             memo.keep_bundle(strands, &links, latency);

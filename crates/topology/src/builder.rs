@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use crate::ids::{HostId, LinkId, NodeId};
 use crate::model::{Host, Link, NodeKind, SwitchRole, Topology};
+use crate::names::NameIndex;
 use crate::units::{Bandwidth, Nanos};
 
 /// Ids are `u32` and every cable is two links; this bounds what a builder accepts so that ids
@@ -190,8 +191,8 @@ impl TopologyBuilder {
         Ok(topo)
     }
 
-    fn check_names(&self) -> Result<HashMap<String, NodeId>, TopologyError> {
-        let mut by_name = HashMap::with_capacity(self.names.len());
+    fn check_names(&self) -> Result<NameIndex, TopologyError> {
+        let mut by_name = NameIndex::with_capacity(self.names.len());
         for (i, name) in self.names.iter().enumerate() {
             let why = if name.is_empty() {
                 Some("it is empty")
@@ -209,7 +210,7 @@ impl TopologyBuilder {
                     why,
                 });
             }
-            if by_name.insert(name.clone(), NodeId(i as u32)).is_some() {
+            if !by_name.insert(&self.names, NodeId(i as u32)) {
                 return Err(TopologyError::DuplicateName { name: name.clone() });
             }
         }

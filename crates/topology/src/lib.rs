@@ -39,6 +39,7 @@ pub mod format;
 pub mod ids;
 pub mod inventory;
 pub mod model;
+mod names;
 pub mod outfile;
 pub mod presets;
 pub mod reach;

@@ -3,9 +3,8 @@
 //! Storage is struct-of-arrays with dense `u32` ids and a CSR out-adjacency, so that routing and
 //! the network engines can walk it without hashing or allocating.
 
-use std::collections::HashMap;
-
 use crate::ids::{HostId, LinkId, NodeId};
+use crate::names::NameIndex;
 use crate::units::{Bandwidth, Nanos};
 
 /// What a node is. GPUs, NICs and NVSwitches belong to a host; switches form the network.
@@ -78,7 +77,7 @@ pub struct Topology {
     pub(crate) links: Vec<Link>,
     pub(crate) out_offsets: Vec<u32>,
     pub(crate) out_links: Vec<LinkId>,
-    pub(crate) by_name: HashMap<String, NodeId>,
+    pub(crate) by_name: NameIndex,
     pub(crate) gpus: Vec<NodeId>,
 }
 
@@ -107,7 +106,7 @@ impl Topology {
         &self.names[node.index()]
     }
     pub fn node_by_name(&self, name: &str) -> Option<NodeId> {
-        self.by_name.get(name).copied()
+        self.by_name.get(&self.names, name)
     }
     pub fn host_of(&self, node: NodeId) -> Option<HostId> {
         self.node_host[node.index()]
