@@ -19,10 +19,10 @@
 use fabricsim_netsim::{Engine, FlowEngine, Network};
 use std::sync::Arc;
 
-use fabricsim_routing::balance::{group_loads, links_in_scope};
+use fabricsim_routing::balance::{group_loads, links_in_scope_over};
 use fabricsim_routing::key::mix;
 use fabricsim_routing::PathSelection;
-use fabricsim_routing::{HashConfig, LinkCondition, LinkState, RouteError, Router};
+use fabricsim_routing::{HashConfig, LinkCondition, LinkState, PathFinder, RouteError, Router};
 use fabricsim_te::{Instance, InstanceError, PathTable, SolveError, TePolicy, TrafficMatrix};
 
 pub use fabricsim_te::Routing;
@@ -370,7 +370,9 @@ pub fn run_size(
         })
         .collect();
     let links = stats.uses(topo, stats.elapsed.0);
-    let (tier, max, mean) = busiest(topo, &state, ranks, sched, &util)?;
+    // The run's flows are done with; its path finder knows the distances the scope needs.
+    let mut router = net.into_router();
+    let (tier, max, mean) = busiest(&state, ranks, sched, &util, router.paths_mut())?;
     let time_us = outcome.time.0 as f64 / 1e3;
     let algbw = if outcome.time.0 > 0 {
         size as f64 / (outcome.time.0 as f64)
@@ -423,12 +425,13 @@ pub fn network_traffic(ranks: &Ranks, sched: &Schedule) -> Vec<(NodeId, NodeId, 
 }
 
 fn busiest(
-    topo: &Topology,
     state: &LinkState,
     ranks: &Ranks,
     sched: &Schedule,
     util: &[f64],
+    paths: &mut PathFinder<'_>,
 ) -> Result<(String, f64, f64), RouteError> {
+    let topo = paths.topology();
     let pairs: Vec<(NodeId, NodeId)> = network_traffic(ranks, sched)
         .into_iter()
         .map(|(s, d, _)| (s, d))
@@ -444,7 +447,7 @@ fn busiest(
         let mean = ports.iter().sum::<f64>() / ports.len().max(1) as f64;
         return Ok(("nvlink".to_string(), max, mean));
     }
-    let scope = links_in_scope(topo, state, &pairs)?;
+    let scope = links_in_scope_over(paths, state, &pairs)?;
     let groups = group_loads(topo, util, &scope);
     let inter_switch: Vec<_> = groups
         .iter()

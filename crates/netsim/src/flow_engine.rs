@@ -285,7 +285,7 @@ impl FlowEngine {
     }
 
     /// Solves components of more than `entries` link entries in place rather than from a
-    /// compact copy (by default above 2^20; the rates are the same to the last bit, which
+    /// compact copy (by default above 2^18; the rates are the same to the last bit, which
     /// the tests check by solving everything in place).
     pub fn solve_in_place_above(&mut self, entries: usize) {
         self.in_place_entries = entries;

@@ -178,6 +178,12 @@ impl<'t, E: Engine> Network<'t, E> {
         }
     }
 
+    /// The router, the engine and every flow's record dropped (what a finished run keeps to
+    /// route more, with the path finder's caches).
+    pub fn into_router(self) -> Router<'t> {
+        self.router
+    }
+
     /// Charges every flow submitted from now on to a tag ([`Network::set_tag`]), per link
     /// ([`crate::attribution`]).
     pub fn attribute(&mut self) {

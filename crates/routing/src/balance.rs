@@ -13,7 +13,8 @@ use fabricsim_topology::{LinkId, Nanos, NodeId, NodeKind, Topology};
 
 use crate::key::{mix, FlowKey};
 use crate::link_state::LinkState;
-use crate::router::{Policy, RouteError, Router};
+use crate::paths::PathFinder;
+use crate::router::{RouteError, Router};
 use crate::select::{candidate_paths, Choice, PathSelection, Selector};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -173,11 +174,21 @@ pub fn links_in_scope(
     state: &LinkState,
     pairs: &[(NodeId, NodeId)],
 ) -> Result<Vec<bool>, RouteError> {
-    let mut spray = Router::new(topo, Policy::Spray, crate::hash::HashConfig::default());
+    links_in_scope_over(&mut PathFinder::new(topo), state, pairs)
+}
+
+/// [`links_in_scope`] over a path finder already built for the fabric (a simulation's, whose
+/// distances to these destinations are known).
+pub fn links_in_scope_over(
+    paths: &mut PathFinder<'_>,
+    state: &LinkState,
+    pairs: &[(NodeId, NodeId)],
+) -> Result<Vec<bool>, RouteError> {
+    let topo = paths.topology();
     let mut scope = vec![false; topo.link_count()];
     let mut spread_between = std::collections::BTreeSet::new();
     for &(src, dst) in pairs {
-        let access = |g| spray.paths().single_homed_access(g);
+        let access = |g| paths.single_homed_access(g);
         let across_hosts = topo.host_of(src) != topo.host_of(dst);
         if let (true, Some((a_nic, a_port, a_sw)), Some((b_nic, b_port, b_sw))) =
             (state.all_up() && across_hosts, access(src), access(dst))
@@ -189,10 +200,16 @@ pub fn links_in_scope(
                 continue;
             }
         }
-        for (l, _) in spray
-            .route(state, &FlowKey::connection(src, dst, 0, 0))?
-            .incidence()
-        {
+        // Every equal-cost path, as `spray` routes.
+        paths.check_gpu(src)?;
+        paths.check_gpu(dst)?;
+        if let Some(path) = paths.nvlink_path(state, src, dst) {
+            for l in path.links() {
+                scope[l.index()] = true;
+            }
+            continue;
+        }
+        for (l, _) in paths.spread(state, src, dst)?.incidence() {
             scope[l.index()] = true;
         }
     }

@@ -273,6 +273,11 @@ impl<'t> Router<'t> {
         &self.paths
     }
 
+    /// [`Self::paths`], to route with directly (its caches kept).
+    pub fn paths_mut(&mut self) -> &mut PathFinder<'t> {
+        &mut self.paths
+    }
+
     pub fn topology(&self) -> &'t Topology {
         self.paths.topology()
     }
