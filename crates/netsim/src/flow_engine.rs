@@ -43,6 +43,7 @@ mod cohort;
 mod component;
 mod in_place;
 mod link;
+mod membership;
 
 use cohort::{path_key, path_slot, Cohort, Member, NO_COHORT, PATH_SLOTS};
 use link::{Link, Spill};
@@ -366,83 +367,6 @@ impl FlowEngine {
             sum += self.link[l as usize].capacity;
         }
         std::hint::black_box(sum);
-    }
-
-    /// Takes `f`, with `members` flows, off its links: its load goes, and the links it
-    /// saturated are marked for a re-solve (see the module docs).
-    fn detach(&mut self, f: u32, members: u32) {
-        let rate = self.hot[f as usize].rate;
-        let now = self.now.0;
-        let k = f64::from(members);
-        let span = self.cohorts[f as usize].links;
-        for i in 0..span.len as usize {
-            let (l, w) = self.incidence.at(span, i);
-            let w = w * k;
-            let link = &mut self.link[l as usize];
-            let saturated = link.saturated(TOLERANCE);
-            if rate.is_finite() {
-                link.set_load(now, (link.load() - w * rate).max(0.0));
-            }
-            let pos = self.incidence.pos[span.ids + i];
-            debug_assert_eq!(link.flows.as_slice(&self.spill)[pos as usize], f);
-            let last = link.flows.len() as u32 - 1;
-            let moved = link.flows.remove_at(pos, &mut self.spill);
-            link.weight = if link.flows.is_empty() {
-                0.0
-            } else {
-                link.weight - w
-            };
-            if saturated {
-                self.dirty_links.push(l);
-            }
-            // The list's last cohort moved to `pos`: its entry for this link says so.
-            if let Some(j) = moved.and_then(|g| self.entry_on(g, l, last)) {
-                self.incidence.pos[j] = pos;
-            }
-        }
-    }
-
-    /// The entry of cohort `g`'s links that is link `l` at position `at` of its flow list: a
-    /// scan of a short path, a binary search of a long one's sorted links (a pipelined ring's
-    /// channel crosses tens of thousands).
-    fn entry_on(&self, g: u32, l: u32, at: u32) -> Option<usize> {
-        let s = self.cohorts[g as usize].links;
-        let is = |j: usize| self.incidence.ids[j] == l && self.incidence.pos[j] == at;
-        let all = s.ids..s.ids + s.len as usize;
-        // A short path is scanned without a map lookup.
-        if s.len as usize <= LONG_PATH {
-            return all.clone().find(|&j| is(j));
-        }
-        match self.long_paths.get(&g) {
-            // In link order (a merged bundle's): each link once, found in place.
-            None => {
-                let ids = &self.incidence.ids[all.clone()];
-                let j = s.ids + ids.partition_point(|&m| m < l);
-                (j < all.end && is(j)).then_some(j)
-            }
-            Some(sorted) => {
-                let from = sorted.partition_point(|&(m, _)| m < l);
-                sorted[from..]
-                    .iter()
-                    .take_while(|&&(m, _)| m == l)
-                    .map(|&(_, j)| j)
-                    .find(|&j| is(j))
-            }
-        }
-    }
-
-    fn attach(&mut self, f: u32) {
-        self.touch_links(f);
-        let span = self.cohorts[f as usize].links;
-        let k = f64::from(self.cohorts[f as usize].members);
-        for i in 0..span.len as usize {
-            let (l, w) = self.incidence.at(span, i);
-            let w = w * k;
-            let link = &mut self.link[l as usize];
-            self.incidence.pos[span.ids + i] = link.flows.push(f, &mut self.spill);
-            link.weight += w;
-        }
-        self.dirty_flows.push(f);
     }
 
     /// A lower bound on the rate a new flow will get: its cap, and on each of its links the

@@ -49,6 +49,10 @@ pub struct PathFinder<'t> {
     /// Per node, what a route reads of its ends (see `endpoint.rs`), with the index of the
     /// distances toward it: one read per end.
     ends: Vec<Endpoint>,
+    /// Per node, for a GPU whose one link inside its host is to an NVSwitch: that link and the
+    /// NVSwitch (`NO_PORT` for any other node). Two such GPUs on one NVSwitch are joined by
+    /// the first's link and the second's reversed (a cable's two directions).
+    nv_ports: Vec<(LinkId, NodeId)>,
     /// Distances per set of attachment switches (shared by the GPUs of a rack); a node's
     /// index into them is in its [`Endpoint`]. Dropped when the link state changes.
     dist_sets: Vec<Distances>,
@@ -58,6 +62,9 @@ pub struct PathFinder<'t> {
     parent_levels: HashMap<Vec<u32>, Vec<u16>>,
     cache_version: u64,
 }
+
+/// No NVSwitch port (see `PathFinder::nv_ports`).
+const NO_PORT: (LinkId, NodeId) = (LinkId(u32::MAX), NodeId(u32::MAX));
 
 /// A walk's buffers, kept between walks so that routing allocates only the path it returns.
 #[derive(Default)]
@@ -88,12 +95,28 @@ impl<'t> PathFinder<'t> {
         for (i, &g) in topo.gpus().iter().enumerate() {
             ends[g.index()] = Endpoint::gpu(topo, &graph, g, i as u32);
         }
+        let mut nv_ports = vec![NO_PORT; topo.node_count()];
+        for &g in topo.gpus() {
+            let mut inside = topo.out_links(g).iter().filter(|&&l| {
+                matches!(
+                    topo.kind(topo.link(l).dst),
+                    NodeKind::NvSwitch | NodeKind::Gpu
+                )
+            });
+            if let (Some(&l), None) = (inside.next(), inside.next()) {
+                let v = topo.link(l).dst;
+                if topo.kind(v) == NodeKind::NvSwitch {
+                    nv_ports[g.index()] = (l, v);
+                }
+            }
+        }
         PathFinder {
             topo,
             graph,
             pool: RefCell::default(),
             walk_scratch: WalkScratch::default(),
             ends,
+            nv_ports,
             dist_sets: Vec::new(),
             dist_index: HashMap::new(),
             parent_levels: HashMap::new(),
@@ -216,6 +239,16 @@ impl<'t> PathFinder<'t> {
         };
         if !same_host {
             return None;
+        }
+        let ((up, nvs), (to_dst, dst_nvs)) =
+            (self.nv_ports[src.index()], self.nv_ports[dst.index()]);
+        if up != NO_PORT.0 && to_dst != NO_PORT.0 && nvs == dst_nvs {
+            // What the search below finds, without reading the NVSwitch's links.
+            let down = to_dst.reverse();
+            return (state.is_up(up) && state.is_up(down)).then_some(HostPath {
+                links: [up, down],
+                len: 2,
+            });
         }
         for &l in topo.out_links(src) {
             if !state.is_up(l) {
