@@ -193,14 +193,16 @@ pub fn links_in_scope_over(
         if let (true, Some((a_nic, a_port, a_sw)), Some((b_nic, b_port, b_sw))) =
             (state.all_up() && across_hosts, access(src), access(dst))
         {
-            if !spread_between.insert((a_sw, b_sw)) {
+            // Under one switch the only shortest path is the two GPUs' ways on and off; between
+            // two switches, a pair's paths are the switches' spread and its own ways.
+            if a_sw == b_sw || !spread_between.insert((a_sw, b_sw)) {
                 for l in [a_nic, a_port, b_port.reverse(), b_nic.reverse()] {
                     scope[l.index()] = true;
                 }
                 continue;
             }
         }
-        // Every equal-cost path, as `spray` routes.
+        // Every equal-cost path (those `spray` spreads over).
         paths.check_gpu(src)?;
         paths.check_gpu(dst)?;
         if let Some(path) = paths.nvlink_path(state, src, dst) {
@@ -209,8 +211,10 @@ pub fn links_in_scope_over(
             }
             continue;
         }
-        for (l, _) in paths.spread(state, src, dst)?.incidence() {
-            scope[l.index()] = true;
+        for (_, hops) in paths.shortest_path_dag(state, src, dst)? {
+            for l in hops {
+                scope[l.index()] = true;
+            }
         }
     }
     Ok(scope)
