@@ -309,7 +309,7 @@ impl<'t> Router<'t> {
     ) -> Result<Nanos, RouteError> {
         if let Some(path) = self.host_path(state, key)? {
             out.extend(path.links().iter().map(|&l| (l, 1.0)));
-            return Ok(self.paths.latency_of(path.links()));
+            return Ok(path.latency());
         }
         self.policy.route_into(&mut self.paths, state, key, out)
     }
@@ -317,7 +317,7 @@ impl<'t> Router<'t> {
     /// An error unless both ends of `key` are GPUs; the NVLink path if they share a host.
     fn nvlink_route(&self, state: &LinkState, key: &FlowKey) -> Result<Option<Route>, RouteError> {
         Ok(self.host_path(state, key)?.map(|path| Route::Path {
-            latency: self.paths.latency_of(path.links()),
+            latency: path.latency(),
             links: path.links().to_vec(),
         }))
     }

@@ -50,9 +50,10 @@ pub struct PathFinder<'t> {
     /// distances toward it: one read per end.
     ends: Vec<Endpoint>,
     /// Per node, for a GPU whose one link inside its host is to an NVSwitch: that link and the
-    /// NVSwitch (`NO_PORT` for any other node). Two such GPUs on one NVSwitch are joined by
-    /// the first's link and the second's reversed (a cable's two directions).
-    nv_ports: Vec<(LinkId, NodeId)>,
+    /// NVSwitch, with the link's latency (`NO_PORT` for any other node). Two such GPUs on one
+    /// NVSwitch are joined by the first's link and the second's reversed (a cable's two
+    /// directions, which the topology builder lays at one latency).
+    nv_ports: Vec<NvPort>,
     /// Distances per set of attachment switches (shared by the GPUs of a rack); a node's
     /// index into them is in its [`Endpoint`]. Dropped when the link state changes.
     dist_sets: Vec<Distances>,
@@ -63,8 +64,20 @@ pub struct PathFinder<'t> {
     cache_version: u64,
 }
 
-/// No NVSwitch port (see `PathFinder::nv_ports`).
-const NO_PORT: (LinkId, NodeId) = (LinkId(u32::MAX), NodeId(u32::MAX));
+/// A GPU's link to its NVSwitch (see `PathFinder::nv_ports`).
+#[derive(Clone, Copy)]
+struct NvPort {
+    link: LinkId,
+    nvswitch: NodeId,
+    latency: Nanos,
+}
+
+/// No NVSwitch port.
+const NO_PORT: NvPort = NvPort {
+    link: LinkId(u32::MAX),
+    nvswitch: NodeId(u32::MAX),
+    latency: Nanos(0),
+};
 
 /// A walk's buffers, kept between walks so that routing allocates only the path it returns.
 #[derive(Default)]
@@ -80,11 +93,17 @@ struct WalkScratch {
 pub struct HostPath {
     links: [LinkId; 2],
     len: usize,
+    latency: Nanos,
 }
 
 impl HostPath {
     pub fn links(&self) -> &[LinkId] {
         &self.links[..self.len]
+    }
+
+    /// Its propagation latency.
+    pub fn latency(&self) -> Nanos {
+        self.latency
     }
 }
 
@@ -106,7 +125,11 @@ impl<'t> PathFinder<'t> {
             if let (Some(&l), None) = (inside.next(), inside.next()) {
                 let v = topo.link(l).dst;
                 if topo.kind(v) == NodeKind::NvSwitch {
-                    nv_ports[g.index()] = (l, v);
+                    nv_ports[g.index()] = NvPort {
+                        link: l,
+                        nvswitch: v,
+                        latency: topo.link(l).latency,
+                    };
                 }
             }
         }
@@ -240,14 +263,14 @@ impl<'t> PathFinder<'t> {
         if !same_host {
             return None;
         }
-        let ((up, nvs), (to_dst, dst_nvs)) =
-            (self.nv_ports[src.index()], self.nv_ports[dst.index()]);
-        if up != NO_PORT.0 && to_dst != NO_PORT.0 && nvs == dst_nvs {
+        let (a, b) = (self.nv_ports[src.index()], self.nv_ports[dst.index()]);
+        if a.link != NO_PORT.link && b.link != NO_PORT.link && a.nvswitch == b.nvswitch {
             // What the search below finds, without reading the NVSwitch's links.
-            let down = to_dst.reverse();
+            let (up, down) = (a.link, b.link.reverse());
             return (state.is_up(up) && state.is_up(down)).then_some(HostPath {
                 links: [up, down],
                 len: 2,
+                latency: Nanos(a.latency.0 + b.latency.0),
             });
         }
         for &l in topo.out_links(src) {
@@ -259,6 +282,7 @@ impl<'t> PathFinder<'t> {
                 return Some(HostPath {
                     links: [l, l],
                     len: 1,
+                    latency: topo.link(l).latency,
                 });
             }
             if topo.kind(v) == NodeKind::NvSwitch {
@@ -270,6 +294,7 @@ impl<'t> PathFinder<'t> {
                     return Some(HostPath {
                         links: [l, m],
                         len: 2,
+                        latency: Nanos(topo.link(l).latency.0 + topo.link(m).latency.0),
                     });
                 }
             }
