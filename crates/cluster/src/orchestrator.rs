@@ -20,8 +20,6 @@
 //! A job that cannot progress — a dependency cycle, a collective whose members never all
 //! arrive, a receive without a send — stops the run with a diagnosis.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
@@ -42,10 +40,12 @@ pub use crate::symmetry::SymmetryUse;
 
 mod diagnose;
 mod launch;
+mod queue;
 mod sampling;
 mod state;
 mod transfers;
 
+use queue::EventQueue;
 pub(crate) use state::choice;
 use state::*;
 
@@ -129,7 +129,7 @@ pub struct Orchestrator<'t> {
     net: Network<'t, FlowEngine>,
     topo: &'t Topology,
     jobs: Vec<JobState>,
-    heap: BinaryHeap<Reverse<Event>>,
+    queue: EventQueue,
     instances: Vec<Instance>,
     /// Finished instances whose slots can be reused.
     free_instances: Vec<u32>,
@@ -195,7 +195,7 @@ impl<'t> Orchestrator<'t> {
             net,
             topo,
             jobs,
-            heap: BinaryHeap::new(),
+            queue: EventQueue::default(),
             instances: Vec::new(),
             free_instances: Vec::new(),
             transfers: Vec::new(),
@@ -278,7 +278,7 @@ impl<'t> Orchestrator<'t> {
         let total: u64 = self.jobs.iter().map(|j| j.total).sum();
         let mut next_report = self.options.progress_every;
         loop {
-            let own = self.heap.peek().map(|Reverse(e)| e.time());
+            let own = self.queue.next_time();
             let engine = self.net.engine().next_event().map(|t| t.0);
             let busy = own.is_some() || engine.is_some();
             // With nothing moving, only a fabric change can unblock a job (a repair).
@@ -312,11 +312,7 @@ impl<'t> Orchestrator<'t> {
                     FlowOwner::Transfer(id) => self.transfer_done(id, t),
                 }
             }
-            while let Some(&Reverse(e)) = self.heap.peek() {
-                if e.time() != t {
-                    break;
-                }
-                self.heap.pop();
+            while let Some(e) = self.queue.pop_at(t) {
                 self.events += 1;
                 match e.kind() {
                     COMPUTE_DONE => self.kernel_done(e.a(), e.b(), t, false),
@@ -453,11 +449,11 @@ impl<'t> Orchestrator<'t> {
         if x.is_done() {
             let end = inst.start + x.outcome().time.0;
             inst.exec = None;
-            self.heap.push(Event::new(end.max(t), COLL_DONE, 0, i));
+            self.queue.push(Event::new(end.max(t), COLL_DONE, 0, i));
         } else if let Some(next) = x.next_event() {
             if next.0 != inst.wake {
                 inst.wake = next.0;
-                self.heap.push(Event::new(next.0.max(t), EXEC_WAKE, 0, i));
+                self.queue.push(Event::new(next.0.max(t), EXEC_WAKE, 0, i));
             }
         }
         Ok(())
@@ -567,7 +563,7 @@ impl<'t> Orchestrator<'t> {
         let program = job.spec.workload.ranks[r as usize].program as usize;
         let dt = job.index[program].kernel_ns[op as usize];
         let kind = if memory { MEMORY_DONE } else { COMPUTE_DONE };
-        self.heap.push(Event::new(t + dt, kind, j, r));
+        self.queue.push(Event::new(t + dt, kind, j, r));
     }
 
     fn kernel_done(&mut self, j: u32, r: u32, t: u64, memory: bool) {

@@ -22,7 +22,7 @@ impl<'t> Orchestrator<'t> {
             self.instances[i as usize].bytes,
         );
         if ranks.len() <= 1 {
-            self.heap.push(Event::new(t, COLL_DONE, 0, i));
+            self.queue.push(Event::new(t, COLL_DONE, 0, i));
             return Ok(());
         }
         let comm = self.jobs[j as usize].spec.comm;
@@ -53,7 +53,7 @@ impl<'t> Orchestrator<'t> {
         };
         self.instances[i as usize].algorithm = Some((algorithm.name(), protocol.name()));
         if let Some(ns) = closed_ns {
-            self.heap.push(Event::new(t + ns, COLL_DONE, 0, i));
+            self.queue.push(Event::new(t + ns, COLL_DONE, 0, i));
             return Ok(());
         }
         let req = Request {

@@ -3,7 +3,6 @@
 //! and plan each (operation, size) got, point-to-point transfers, and the packed events of the
 //! orchestrator's queue.
 
-use std::cmp::Reverse;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -475,22 +474,25 @@ impl JobState {
 /// (source rank, destination rank, tag) of a send and its receive.
 pub(super) type P2pKey = (u32, u32, u64);
 
-/// An event of the orchestrator's own queue, packed so the heap compares one integer:
+/// An event of the orchestrator's own queue (`queue.rs`), packed into one integer:
 /// time (64 bits), kind (2), then job (30) and rank for a kernel, or 0 and the instance for a
 /// collective. Ordered, so one instant's events go in a fixed order.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) struct Event(u128);
 
 impl Event {
-    pub(super) fn new(t: u64, kind: u8, a: u32, b: u32) -> Reverse<Event> {
+    pub(super) fn new(t: u64, kind: u8, a: u32, b: u32) -> Event {
         debug_assert!(kind < 4 && a < 1 << 30);
-        Reverse(Event(
-            u128::from(t) << 64 | u128::from(kind) << 62 | u128::from(a) << 32 | u128::from(b),
-        ))
+        Event(u128::from(t) << 64 | u128::from(kind) << 62 | u128::from(a) << 32 | u128::from(b))
     }
 
-    pub(super) fn time(self) -> u64 {
-        (self.0 >> 64) as u64
+    /// Its time and the rest of its key.
+    pub(super) fn parts(self) -> (u64, u64) {
+        ((self.0 >> 64) as u64, self.0 as u64)
+    }
+
+    pub(super) fn from_parts(t: u64, low: u64) -> Event {
+        Event(u128::from(t) << 64 | u128::from(low))
     }
 
     pub(super) fn kind(self) -> u8 {
