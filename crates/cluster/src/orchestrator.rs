@@ -659,15 +659,18 @@ impl<'t> Orchestrator<'t> {
             return Ok(());
         }
         let comm = job.spec.comm;
+        let job = &mut self.jobs[j as usize];
+        let members = &job.spec.workload.groups[g as usize].ranks;
+        let gs = &mut job.groups[g as usize];
         // Connections' ports follow from the communicator's members, not from how groups are
         // numbered, so a workload and its Chakra export hash alike.
-        let group_seed = job.spec.workload.groups[g as usize]
-            .ranks
-            .iter()
-            .fold(mix(comm.seed ^ (u64::from(j) << 32)), |h, &r| {
-                mix(h ^ u64::from(r))
-            });
-        let gs = &mut self.jobs[j as usize].groups[g as usize];
+        let group_seed = *gs.seed.get_or_insert_with(|| {
+            members
+                .iter()
+                .fold(mix(comm.seed ^ (u64::from(j) << 32)), |h, &r| {
+                    mix(h ^ u64::from(r))
+                })
+        });
         gs.pending.start(gs.next);
         gs.busy = true;
         let (op, bytes) = (

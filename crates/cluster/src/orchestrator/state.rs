@@ -155,6 +155,8 @@ pub(super) struct GroupState {
     pub(super) ranks: Option<Ranks>,
     /// Per (operation, size) the group has run: what was chosen and planned the first time.
     pub(super) memo: Vec<Memo>,
+    /// The seed of its connections' ports, once computed (see `try_start`).
+    pub(super) seed: Option<u64>,
 }
 
 /// A group's collectives that members have reached but that have not started, by sequence
@@ -439,6 +441,7 @@ impl JobState {
                 pending: Pending::default(),
                 ranks: None,
                 memo: Vec::new(),
+                seed: None,
             })
             .collect();
         let members = w
