@@ -652,3 +652,71 @@ fn the_scope_of_many_pairs_is_the_union_of_their_spreads() {
         );
     }
 }
+
+#[test]
+fn spreads_between_switches_kept_give_what_a_fresh_search_gives() {
+    // A spray router keeps the part between switches of each spread between single-homed GPUs
+    // and adds each pair's own ways on and off; every route must be, to the last bit, what a
+    // router that never routed before finds, before and after a link goes down and comes back.
+    for (preset, settings) in [
+        ("meta-cluster", vec![("zones", "2"), ("racks", "4")]),
+        ("hpn", vec![("segments", "2"), ("hosts_per_segment", "4")]),
+        ("fat-tree", vec![("k", "4")]),
+    ] {
+        let topo = build(preset, &settings);
+        let gpus = topo.gpus();
+        let n = gpus.len();
+        let pairs: Vec<(NodeId, NodeId)> = (0..n)
+            .flat_map(|i| [1, 7, 9, n / 2 + 3].map(|d| (gpus[i], gpus[(i + d) % n])))
+            .filter(|(a, b)| a != b)
+            .collect();
+        let mut state = LinkState::new(&topo);
+        let mut kept = Router::new(&topo, Policy::Spray, HashConfig::default());
+        let some_uplink = uplinks(&topo, topo.link(topo.out_links(gpus[0])[0]).dst)
+            .first()
+            .copied();
+        for round in 0..3 {
+            if round == 1 {
+                if let Some(l) = some_uplink {
+                    state.set(l, LinkCondition::Down);
+                }
+            }
+            if round == 2 {
+                if let Some(l) = some_uplink {
+                    state.set(l, LinkCondition::Up);
+                }
+            }
+            for &(a, b) in &pairs {
+                let key = FlowKey::connection(a, b, 0, 0);
+                let fresh =
+                    Router::new(&topo, Policy::Spray, HashConfig::default()).route(&state, &key);
+                let again = kept.route(&state, &key);
+                match (fresh, again) {
+                    (
+                        Ok(Route::Spread {
+                            links: x,
+                            latency: p,
+                        }),
+                        Ok(Route::Spread {
+                            links: y,
+                            latency: q,
+                        }),
+                    ) => {
+                        assert_eq!(p, q, "{preset} round {round}: latency");
+                        assert_eq!(x.len(), y.len(), "{preset} round {round}");
+                        for ((l, w), (m, v)) in x.iter().zip(&y) {
+                            assert_eq!(
+                                (l, w.to_bits()),
+                                (m, v.to_bits()),
+                                "{preset} round {round}"
+                            );
+                        }
+                    }
+                    (x, y) => {
+                        assert_eq!(format!("{x:?}"), format!("{y:?}"), "{preset} round {round}")
+                    }
+                }
+            }
+        }
+    }
+}

@@ -22,6 +22,7 @@
 mod cache;
 mod endpoint;
 mod graph;
+mod spread;
 mod toward;
 
 use std::cell::RefCell;
@@ -34,6 +35,7 @@ use crate::router::{Route, RouteError};
 use cache::{Distances, HopPool};
 use endpoint::{Endpoint, NO_DISTANCES};
 use graph::{Graph, NOT_A_SWITCH};
+use spread::SwitchSpreads;
 use toward::{Found, Hops, Toward};
 
 /// Picks a next hop by index from (node, next hops that are up, planned next hops).
@@ -61,6 +63,8 @@ pub struct PathFinder<'t> {
     /// Levels of the searches from sets of parents (see [`cache::parents`]), by the set: the
     /// sets of attachment switches with these parents take their distances from them.
     parent_levels: HashMap<Vec<u32>, Vec<u16>>,
+    /// The switch-to-switch part of spreads between single-homed GPUs, by their switches.
+    switch_spreads: SwitchSpreads,
     cache_version: u64,
 }
 
@@ -143,6 +147,7 @@ impl<'t> PathFinder<'t> {
             dist_sets: Vec::new(),
             dist_index: HashMap::new(),
             parent_levels: HashMap::new(),
+            switch_spreads: SwitchSpreads::default(),
             cache_version: 0,
         }
     }
@@ -181,17 +186,23 @@ impl<'t> PathFinder<'t> {
         }
     }
 
-    /// Switch distances (in switch-to-switch links) to the switches that reach `dst`'s NICs:
-    /// their index in `dist_sets`.
-    fn distances(&mut self, state: &LinkState, dst: NodeId) -> usize {
+    /// Drops what was found under another link state.
+    fn sync_caches(&mut self, state: &LinkState) {
         if state.version() != self.cache_version {
             self.dist_sets.clear();
             self.dist_index.clear();
             self.parent_levels.clear();
             self.ends.iter_mut().for_each(|e| e.dist = NO_DISTANCES);
             self.pool.get_mut().clear();
+            self.switch_spreads.clear();
             self.cache_version = state.version();
         }
+    }
+
+    /// Switch distances (in switch-to-switch links) to the switches that reach `dst`'s NICs:
+    /// their index in `dist_sets`.
+    fn distances(&mut self, state: &LinkState, dst: NodeId) -> usize {
+        self.sync_caches(state);
         let known = self.ends[dst.index()].dist;
         if known != NO_DISTANCES {
             return known as usize;
@@ -467,48 +478,6 @@ impl<'t> PathFinder<'t> {
             .into_iter()
             .map(|(_, u)| (u, t.next_hops(u)))
             .collect())
-    }
-
-    /// Bytes spread evenly over every equal-cost path: link weight = share of paths using it.
-    pub fn spread(
-        &mut self,
-        state: &LinkState,
-        src: NodeId,
-        dst: NodeId,
-    ) -> Result<Route, RouteError> {
-        let dag = self.shortest_path_dag(state, src, dst)?;
-        let index: rustc_hash::FxHashMap<NodeId, usize> =
-            dag.iter().enumerate().map(|(i, (u, _))| (*u, i)).collect();
-        let mut to_dst = vec![0f64; dag.len()];
-        let mut latency_to_dst = vec![0u64; dag.len()];
-        for i in (0..dag.len()).rev() {
-            let (u, hops) = &dag[i];
-            if *u == dst {
-                to_dst[i] = 1.0;
-            }
-            for &l in hops {
-                let j = index[&self.topo.link(l).dst];
-                to_dst[i] += to_dst[j];
-                latency_to_dst[i] =
-                    latency_to_dst[i].max(latency_to_dst[j] + self.topo.link(l).latency.0);
-            }
-        }
-        let total = to_dst[0];
-        let mut from_src = vec![0f64; dag.len()];
-        from_src[0] = 1.0;
-        let mut links = Vec::new();
-        for (i, (_, hops)) in dag.iter().enumerate() {
-            for &l in hops {
-                let j = index[&self.topo.link(l).dst];
-                from_src[j] += from_src[i];
-                links.push((l, from_src[i] * to_dst[j] / total));
-            }
-        }
-        links.sort_by_key(|&(l, _)| l);
-        Ok(Route::Spread {
-            links,
-            latency: Nanos(latency_to_dst[0]),
-        })
     }
 
     /// Up to `limit` equal-cost paths from `src` to `dst` (in link-id order), and how many

@@ -1,0 +1,132 @@
+//! Spreads over every equal-cost path, and the part between switches of those between
+//! single-homed GPUs, kept per pair of switches.
+//!
+//! Between two single-homed GPUs under different switches every path is the source's way onto
+//! the fabric, one of the equal-cost paths between the two switches, and the destination's way
+//! off. The weights of the links between switches are counts of such paths over their total,
+//! the same for every pair of GPUs under these switches, and the access links carry weight 1;
+//! so a spread between switches is found once and each pair of GPUs adds its own ways on and
+//! off. (`spray`'s network path latencies route the first GPUs of every pair of hosts: a fourth
+//! as many pairs of switches as of GPUs, with two hosts per rack.)
+
+use rustc_hash::FxHashMap;
+
+use fabricsim_topology::{LinkId, Nanos, NodeId};
+
+use super::PathFinder;
+use crate::link_state::LinkState;
+use crate::router::{Route, RouteError};
+
+/// The spreads between switches kept, with their links in all (at most `MAX_LINKS`).
+#[derive(Default)]
+pub(super) struct SwitchSpreads {
+    by_switches: FxHashMap<(u32, u32), (Box<[(LinkId, f64)]>, u64)>,
+    links: usize,
+}
+
+/// Links kept in all: 16 MiB.
+const MAX_LINKS: usize = 1 << 20;
+
+impl SwitchSpreads {
+    pub fn clear(&mut self) {
+        self.by_switches.clear();
+        self.links = 0;
+    }
+}
+
+impl PathFinder<'_> {
+    /// Bytes spread evenly over every equal-cost path: link weight = share of paths using it.
+    pub fn spread(
+        &mut self,
+        state: &LinkState,
+        src: NodeId,
+        dst: NodeId,
+    ) -> Result<Route, RouteError> {
+        let (a, b) = (self.ends[src.index()], self.ends[dst.index()]);
+        let switches = (a.single_homed() && b.single_homed())
+            .then_some((a.sw, b.sw))
+            .filter(|&(x, y)| x != y && a.host != b.host && state.all_up());
+        let Some(key) = switches else {
+            return self.spread_over_dag(state, src, dst);
+        };
+        self.sync_caches(state);
+        let access = [
+            (a.to_nic, a.to_nic_latency),
+            (a.port, a.port_latency),
+            (b.port.reverse(), b.port_latency),
+            (b.to_nic.reverse(), b.to_nic_latency),
+        ];
+        let on_and_off: u64 = access.iter().map(|&(_, ns)| u64::from(ns)).sum();
+        if let Some((between, ns)) = self.switch_spreads.by_switches.get(&key) {
+            let mut links = Vec::with_capacity(between.len() + access.len());
+            links.extend_from_slice(between);
+            links.extend(access.iter().map(|&(l, _)| (l, 1.0)));
+            links.sort_by_key(|&(l, _)| l);
+            return Ok(Route::Spread {
+                links,
+                latency: Nanos(ns + on_and_off),
+            });
+        }
+        let route = self.spread_over_dag(state, src, dst)?;
+        if let Route::Spread { links, latency } = &route {
+            let kept = &mut self.switch_spreads;
+            if kept.links + links.len() <= MAX_LINKS {
+                let between: Box<[(LinkId, f64)]> = links
+                    .iter()
+                    .filter(|(l, _)| !access.iter().any(|&(m, _)| m == *l))
+                    .copied()
+                    .collect();
+                kept.links += between.len();
+                debug_assert!(
+                    latency.0 >= on_and_off,
+                    "a spread crosses its ends' access links"
+                );
+                kept.by_switches
+                    .insert(key, (between, latency.0.saturating_sub(on_and_off)));
+            }
+        }
+        Ok(route)
+    }
+
+    /// [`Self::spread`] from the shortest-path DAG.
+    fn spread_over_dag(
+        &mut self,
+        state: &LinkState,
+        src: NodeId,
+        dst: NodeId,
+    ) -> Result<Route, RouteError> {
+        let dag = self.shortest_path_dag(state, src, dst)?;
+        let index: rustc_hash::FxHashMap<NodeId, usize> =
+            dag.iter().enumerate().map(|(i, (u, _))| (*u, i)).collect();
+        let mut to_dst = vec![0f64; dag.len()];
+        let mut latency_to_dst = vec![0u64; dag.len()];
+        for i in (0..dag.len()).rev() {
+            let (u, hops) = &dag[i];
+            if *u == dst {
+                to_dst[i] = 1.0;
+            }
+            for &l in hops {
+                let j = index[&self.topo.link(l).dst];
+                to_dst[i] += to_dst[j];
+                latency_to_dst[i] =
+                    latency_to_dst[i].max(latency_to_dst[j] + self.topo.link(l).latency.0);
+            }
+        }
+        let total = to_dst[0];
+        let mut from_src = vec![0f64; dag.len()];
+        from_src[0] = 1.0;
+        let mut links = Vec::new();
+        for (i, (_, hops)) in dag.iter().enumerate() {
+            for &l in hops {
+                let j = index[&self.topo.link(l).dst];
+                from_src[j] += from_src[i];
+                links.push((l, from_src[i] * to_dst[j] / total));
+            }
+        }
+        links.sort_by_key(|&(l, _)| l);
+        Ok(Route::Spread {
+            links,
+            latency: Nanos(latency_to_dst[0]),
+        })
+    }
+}
