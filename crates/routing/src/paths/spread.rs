@@ -17,10 +17,18 @@ use super::PathFinder;
 use crate::link_state::LinkState;
 use crate::router::{Route, RouteError};
 
-/// The spreads between switches kept, with their links in all (at most `MAX_LINKS`).
+/// The links between two switches of a spread, with their weights, and its latency between
+/// them (ns).
+struct Between {
+    links: Box<[(LinkId, f64)]>,
+    latency: u64,
+}
+
+/// The spreads between switches kept, by (source, destination) switch index, with their links
+/// in all (at most `MAX_LINKS`).
 #[derive(Default)]
 pub(super) struct SwitchSpreads {
-    by_switches: FxHashMap<(u32, u32), (Box<[(LinkId, f64)]>, u64)>,
+    by_switches: FxHashMap<(u32, u32), Between>,
     links: usize,
 }
 
@@ -57,14 +65,14 @@ impl PathFinder<'_> {
             (b.to_nic.reverse(), b.to_nic_latency),
         ];
         let on_and_off: u64 = access.iter().map(|&(_, ns)| u64::from(ns)).sum();
-        if let Some((between, ns)) = self.switch_spreads.by_switches.get(&key) {
-            let mut links = Vec::with_capacity(between.len() + access.len());
-            links.extend_from_slice(between);
+        if let Some(between) = self.switch_spreads.by_switches.get(&key) {
+            let mut links = Vec::with_capacity(between.links.len() + access.len());
+            links.extend_from_slice(&between.links);
             links.extend(access.iter().map(|&(l, _)| (l, 1.0)));
             links.sort_by_key(|&(l, _)| l);
             return Ok(Route::Spread {
                 links,
-                latency: Nanos(ns + on_and_off),
+                latency: Nanos(between.latency + on_and_off),
             });
         }
         let route = self.spread_over_dag(state, src, dst)?;
@@ -81,8 +89,11 @@ impl PathFinder<'_> {
                     latency.0 >= on_and_off,
                     "a spread crosses its ends' access links"
                 );
-                kept.by_switches
-                    .insert(key, (between, latency.0.saturating_sub(on_and_off)));
+                let between = Between {
+                    links: between,
+                    latency: latency.0.saturating_sub(on_and_off),
+                };
+                kept.by_switches.insert(key, between);
             }
         }
         Ok(route)
