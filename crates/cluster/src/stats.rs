@@ -164,13 +164,7 @@ impl CollectiveKey {
         ranks: usize,
         algorithm: Option<(&'static str, &'static str)>,
     ) -> bool {
-        // Names are compared where they lie first: they come from the same constants.
-        let same = |a: &'static str, b: &'static str| std::ptr::eq(a, b) || a == b;
-        let same_algorithm = match (self.algorithm, algorithm) {
-            (Some((a, p)), Some((b, q))) => same(a, b) && same(p, q),
-            (a, b) => a.is_none() && b.is_none(),
-        };
-        (self.op, self.ranks) == (op, ranks) && same_algorithm && self.scope == scope
+        (self.op, self.ranks, self.algorithm) == (op, ranks, algorithm) && self.scope == scope
     }
 }
 
