@@ -656,8 +656,9 @@ fn the_scope_of_many_pairs_is_the_union_of_their_spreads() {
 #[test]
 fn spreads_between_switches_kept_give_what_a_fresh_search_gives() {
     // A spray router keeps the part between switches of each spread between single-homed GPUs
-    // and adds each pair's own ways on and off; every route must be, to the last bit, what a
-    // router that never routed before finds, before and after a link goes down and comes back.
+    // (and takes the ways on and off alone under one switch); every spread must be, to the last
+    // bit, what the equal-cost paths make of it: each link's share of the paths, the slowest
+    // path's latency. Before and after a link goes down and comes back.
     for (preset, settings) in [
         ("meta-cluster", vec![("zones", "2"), ("racks", "4")]),
         ("hpn", vec![("segments", "2"), ("hosts_per_segment", "4")]),
@@ -667,7 +668,7 @@ fn spreads_between_switches_kept_give_what_a_fresh_search_gives() {
         let gpus = topo.gpus();
         let n = gpus.len();
         let pairs: Vec<(NodeId, NodeId)> = (0..n)
-            .flat_map(|i| [1, 7, 9, n / 2 + 3].map(|d| (gpus[i], gpus[(i + d) % n])))
+            .flat_map(|i| [1, 7, 8, 9, n / 2 + 3].map(|d| (gpus[i], gpus[(i + d) % n])))
             .filter(|(a, b)| a != b)
             .collect();
         let mut state = LinkState::new(&topo);
@@ -675,48 +676,48 @@ fn spreads_between_switches_kept_give_what_a_fresh_search_gives() {
         let some_uplink = uplinks(&topo, topo.link(topo.out_links(gpus[0])[0]).dst)
             .first()
             .copied();
+        let (mut spreads, mut under_one_switch) = (0, 0);
         for round in 0..3 {
-            if round == 1 {
-                if let Some(l) = some_uplink {
-                    state.set(l, LinkCondition::Down);
-                }
-            }
-            if round == 2 {
-                if let Some(l) = some_uplink {
-                    state.set(l, LinkCondition::Up);
-                }
+            if let (1 | 2, Some(l)) = (round, some_uplink) {
+                let condition = if round == 1 {
+                    LinkCondition::Down
+                } else {
+                    LinkCondition::Up
+                };
+                state.set(l, condition);
             }
             for &(a, b) in &pairs {
                 let key = FlowKey::connection(a, b, 0, 0);
-                let fresh =
-                    Router::new(&topo, Policy::Spray, HashConfig::default()).route(&state, &key);
-                let again = kept.route(&state, &key);
-                match (fresh, again) {
-                    (
-                        Ok(Route::Spread {
-                            links: x,
-                            latency: p,
-                        }),
-                        Ok(Route::Spread {
-                            links: y,
-                            latency: q,
-                        }),
-                    ) => {
-                        assert_eq!(p, q, "{preset} round {round}: latency");
-                        assert_eq!(x.len(), y.len(), "{preset} round {round}");
-                        for ((l, w), (m, v)) in x.iter().zip(&y) {
-                            assert_eq!(
-                                (l, w.to_bits()),
-                                (m, v.to_bits()),
-                                "{preset} round {round}"
-                            );
-                        }
-                    }
-                    (x, y) => {
-                        assert_eq!(format!("{x:?}"), format!("{y:?}"), "{preset} round {round}")
+                let Ok(Route::Spread { links, latency }) = kept.route(&state, &key) else {
+                    continue;
+                };
+                let (paths, count) = kept.equal_cost_paths(&state, a, b, 1 << 16).unwrap();
+                assert_eq!(paths.len() as u64, count, "{preset}: every path listed");
+                let mut uses = std::collections::BTreeMap::new();
+                for path in &paths {
+                    for &l in path {
+                        *uses.entry(l).or_insert(0u64) += 1;
                     }
                 }
+                let want: Vec<(LinkId, u64)> = uses
+                    .iter()
+                    .map(|(&l, &k)| (l, (k as f64 / count as f64).to_bits()))
+                    .collect();
+                let got: Vec<(LinkId, u64)> =
+                    links.iter().map(|&(l, w)| (l, w.to_bits())).collect();
+                assert_eq!(got, want, "{preset} round {round}: {a:?} -> {b:?}");
+                let slowest = paths
+                    .iter()
+                    .map(|p| p.iter().map(|&l| topo.link(l).latency.0).sum::<u64>())
+                    .max();
+                assert_eq!(Some(latency.0), slowest, "{preset} round {round}: latency");
+                spreads += 1;
+                under_one_switch += usize::from(paths.len() == 1 && paths[0].len() == 4);
             }
+        }
+        assert!(spreads > pairs.len(), "{preset}: spreads checked");
+        if preset == "meta-cluster" {
+            assert!(under_one_switch > 0, "pairs under one switch checked");
         }
     }
 }

@@ -3,11 +3,12 @@
 //!
 //! Between two single-homed GPUs under different switches every path is the source's way onto
 //! the fabric, one of the equal-cost paths between the two switches, and the destination's way
-//! off. The weights of the links between switches are counts of such paths over their total,
-//! the same for every pair of GPUs under these switches, and the access links carry weight 1;
-//! so a spread between switches is found once and each pair of GPUs adds its own ways on and
-//! off. (`spray`'s network path latencies route the first GPUs of every pair of hosts: a fourth
-//! as many pairs of switches as of GPUs, with two hosts per rack.)
+//! off; under one switch, the ways on and off are the only shortest path. The weights of the
+//! links between switches are counts of such paths over their total, the same for every pair
+//! of GPUs under these switches, and the access links carry weight 1; so a spread between
+//! switches is found once and each pair of GPUs adds its own ways on and off, to the last bit
+//! what a search from the GPUs gives (`spray`'s network path latencies route the first GPUs
+//! of pairs of hosts, many under the same switches).
 
 use rustc_hash::FxHashMap;
 
@@ -53,11 +54,10 @@ impl PathFinder<'_> {
         let (a, b) = (self.ends[src.index()], self.ends[dst.index()]);
         let switches = (a.single_homed() && b.single_homed())
             .then_some((a.sw, b.sw))
-            .filter(|&(x, y)| x != y && a.host != b.host && state.all_up());
+            .filter(|_| a.host != b.host && state.all_up());
         let Some(key) = switches else {
             return self.spread_over_dag(state, src, dst);
         };
-        self.sync_caches(state);
         let access = [
             (a.to_nic, a.to_nic_latency),
             (a.port, a.port_latency),
@@ -65,6 +65,16 @@ impl PathFinder<'_> {
             (b.to_nic.reverse(), b.to_nic_latency),
         ];
         let on_and_off: u64 = access.iter().map(|&(_, ns)| u64::from(ns)).sum();
+        if key.0 == key.1 {
+            // Under one switch: the way on and the way off are the only shortest path.
+            let mut links: Vec<(LinkId, f64)> = access.iter().map(|&(l, _)| (l, 1.0)).collect();
+            links.sort_by_key(|&(l, _)| l);
+            return Ok(Route::Spread {
+                links,
+                latency: Nanos(on_and_off),
+            });
+        }
+        self.sync_caches(state);
         if let Some(between) = self.switch_spreads.by_switches.get(&key) {
             let mut links = Vec::with_capacity(between.links.len() + access.len());
             links.extend_from_slice(&between.links);
