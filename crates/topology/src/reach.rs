@@ -11,7 +11,7 @@
 //! one class. Distances are computed per class with a bit-parallel multi-source BFS over the
 //! switch graph: 64 classes per sweep, one pass over the switch links per BFS level.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use crate::builder::TopologyError;
 use crate::ids::NodeId;
@@ -103,7 +103,7 @@ pub(crate) struct GpuClasses {
 impl GpuClasses {
     pub fn new(topo: &Topology, sw: &SwitchGraph) -> Self {
         let domain_of_gpu = nvlink_domains(topo);
-        let mut class_of: HashMap<Vec<u32>, usize> = HashMap::new();
+        let mut class_of: FxHashMap<Vec<u32>, usize> = FxHashMap::default();
         let (mut attach, mut members) = (Vec::new(), Vec::<Vec<NodeId>>::new());
         let mut class_domain: Vec<Option<u32>> = Vec::new();
         for (gi, &gpu) in topo.gpus().iter().enumerate() {
@@ -116,13 +116,17 @@ impl GpuClasses {
             set.sort_unstable();
             set.dedup();
             // Class ids follow the order of each class's first GPU: deterministic.
-            let next = attach.len();
-            let c = *class_of.entry(set.clone()).or_insert(next);
-            if c == next {
-                attach.push(set);
-                members.push(Vec::new());
-                class_domain.push(Some(domain_of_gpu[gi]));
-            }
+            let c = match class_of.get(&set) {
+                Some(&c) => c,
+                None => {
+                    let c = attach.len();
+                    class_of.insert(set.clone(), c);
+                    attach.push(set);
+                    members.push(Vec::new());
+                    class_domain.push(Some(domain_of_gpu[gi]));
+                    c
+                }
+            };
             members[c].push(gpu);
             if class_domain[c] != Some(domain_of_gpu[gi]) {
                 class_domain[c] = None;
