@@ -4,8 +4,8 @@
 //! them at 53 thousand instants, since the ranks that stand for a server's orbits, and the
 //! stages of a pipeline, finish their kernels in step. A heap of every event paid a sift of
 //! its whole depth per event; here an instant costs one entry in a heap of instants, and its
-//! events a hash lookup each and one sort of their bucket. Events pop in the order the heap gave them, the
-//! [`Event`]'s whole key: by time, then kind, job or 0, rank or instance.
+//! events a hash lookup each and one sort of their bucket. Events pop in the order the heap
+//! gave them, the [`Event`]'s whole key: by time, then kind, job or 0, rank or instance.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;

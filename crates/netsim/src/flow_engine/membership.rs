@@ -6,7 +6,7 @@ use crate::flow_engine::cohort::NO_COHORT;
 
 impl FlowEngine {
     /// Takes `f`, with `members` flows, off its links: its load goes, and the links it
-    /// saturated are marked for a re-solve (see the module docs).
+    /// saturated are marked for a re-solve (see the engine's module docs).
     pub(super) fn detach(&mut self, f: u32, members: u32) {
         let rate = self.hot[f as usize].rate;
         let now = self.now.0;
