@@ -615,25 +615,41 @@ fn nic_port_mappings_spread_connections_as_their_rules_say_and_fail_over() {
     }
 }
 
+/// Three small fabrics of single-homed and dual-homed GPUs, by preset name.
+fn small_fabrics() -> [(&'static str, Topology); 3] {
+    [
+        ("meta-cluster", vec![("zones", "2"), ("racks", "4")]),
+        ("hpn", vec![("segments", "2"), ("hosts_per_segment", "4")]),
+        ("fat-tree", vec![("k", "4")]),
+    ]
+    .map(|(preset, settings)| (preset, build(preset, &settings)))
+}
+
+/// Every GPU to the GPUs `steps` after it and to one across the fabric: pairs within and
+/// across hosts and racks.
+fn pairs_at(topo: &Topology, steps: &[usize]) -> Vec<(NodeId, NodeId)> {
+    let gpus = topo.gpus();
+    let n = gpus.len();
+    (0..n)
+        .flat_map(|i| {
+            steps
+                .iter()
+                .copied()
+                .chain([n / 2 + 3])
+                .map(move |d| (gpus[i], gpus[(i + d) % n]))
+        })
+        .filter(|(a, b)| a != b)
+        .collect()
+}
+
 #[test]
 fn the_scope_of_many_pairs_is_the_union_of_their_spreads() {
     // links_in_scope spreads one pair per pair of switches and adds the others' access links;
     // the union of every pair's own spread must come out.
     use fabricsim_routing::balance::links_in_scope;
-    for (preset, settings) in [
-        ("meta-cluster", vec![("zones", "2"), ("racks", "4")]),
-        ("hpn", vec![("segments", "2"), ("hosts_per_segment", "4")]),
-        ("fat-tree", vec![("k", "4")]),
-    ] {
-        let topo = build(preset, &settings);
+    for (preset, topo) in small_fabrics() {
         let state = LinkState::new(&topo);
-        let gpus = topo.gpus();
-        let n = gpus.len();
-        // Every GPU to a few others, across and within hosts and racks.
-        let pairs: Vec<(NodeId, NodeId)> = (0..n)
-            .flat_map(|i| [1, 7, n / 2 + 3].map(|d| (gpus[i], gpus[(i + d) % n])))
-            .filter(|(a, b)| a != b)
-            .collect();
+        let pairs = pairs_at(&topo, &[1, 7]);
         let mut spray = Router::new(&topo, Policy::Spray, HashConfig::default());
         let mut union = vec![false; topo.link_count()];
         for &(a, b) in &pairs {
@@ -659,18 +675,9 @@ fn spreads_between_switches_kept_give_what_a_fresh_search_gives() {
     // (and takes the ways on and off alone under one switch); every spread must be, to the last
     // bit, what the equal-cost paths make of it: each link's share of the paths, the slowest
     // path's latency. Before and after a link goes down and comes back.
-    for (preset, settings) in [
-        ("meta-cluster", vec![("zones", "2"), ("racks", "4")]),
-        ("hpn", vec![("segments", "2"), ("hosts_per_segment", "4")]),
-        ("fat-tree", vec![("k", "4")]),
-    ] {
-        let topo = build(preset, &settings);
+    for (preset, topo) in small_fabrics() {
         let gpus = topo.gpus();
-        let n = gpus.len();
-        let pairs: Vec<(NodeId, NodeId)> = (0..n)
-            .flat_map(|i| [1, 7, 8, 9, n / 2 + 3].map(|d| (gpus[i], gpus[(i + d) % n])))
-            .filter(|(a, b)| a != b)
-            .collect();
+        let pairs = pairs_at(&topo, &[1, 7, 8, 9]);
         let mut state = LinkState::new(&topo);
         let mut kept = Router::new(&topo, Policy::Spray, HashConfig::default());
         let some_uplink = uplinks(&topo, topo.link(topo.out_links(gpus[0])[0]).dst)
