@@ -314,7 +314,7 @@ impl<'t> Router<'t> {
         self.policy.route_into(&mut self.paths, state, key, out)
     }
 
-    /// An error unless both ends of `key` are GPUs; the NVLink path if they share a host.
+    /// [`Self::host_path`] as a route.
     fn nvlink_route(&self, state: &LinkState, key: &FlowKey) -> Result<Option<Route>, RouteError> {
         Ok(self.host_path(state, key)?.map(|path| Route::Path {
             latency: path.latency(),
