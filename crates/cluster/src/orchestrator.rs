@@ -337,6 +337,15 @@ impl<'t> Orchestrator<'t> {
             }
             job.stats.exposed_comm_ns = job.stats.exposed_by_scope.iter().sum();
             job.stats.hardware_flops *= order as f64;
+            for (gs, group) in job.groups.iter().zip(&job.spec.workload.groups) {
+                for (m, &(algorithm, tally)) in gs.memo.iter().zip(&gs.tallies) {
+                    if tally.count > 0 {
+                        let ranks = group.ranks.len();
+                        job.stats
+                            .add_collectives(m.op, &group.name, ranks, algorithm, tally);
+                    }
+                }
+            }
         }
         if let Some(j) = self.jobs.iter().position(|job| job.done < job.total) {
             let job = &self.jobs[j];
@@ -496,6 +505,7 @@ impl<'t> Orchestrator<'t> {
                             algorithm: None,
                             exec: None,
                             wake: u64::MAX,
+                            memo: 0,
                         };
                         let i = match self.free_instances.pop() {
                             Some(i) => {
@@ -682,6 +692,7 @@ impl<'t> Orchestrator<'t> {
         self.group_ranks(j, g)?;
         let gs = &mut self.jobs[j as usize].groups[g as usize];
         let memo = gs_memo_index(gs, op, bytes);
+        self.instances[i as usize].memo = memo as u32;
         // Lent to `launch` while it borrows the orchestrator mutably.
         let ranks = gs.ranks.take().expect("built above");
         let result = self.launch(j, i, memo, &ranks, t, group_seed, topo);
@@ -693,19 +704,13 @@ impl<'t> Orchestrator<'t> {
         let inst = &mut self.instances[i as usize];
         let (j, g) = (inst.job, inst.group);
         let members = std::mem::take(&mut inst.members);
-        let (op, bytes, start) = (inst.op, inst.bytes, inst.start);
+        let (bytes, start, memo) = (inst.bytes, inst.start, inst.memo);
         let algorithm = inst.algorithm;
         let job = &mut self.jobs[j as usize];
-        let group = &job.spec.workload.groups[g as usize];
-        job.stats.collective(
-            op,
-            &group.name,
-            group.ranks.len(),
-            algorithm,
-            bytes,
-            t - start,
-            job.weight[g as usize],
-        );
+        let weight = job.weight[g as usize];
+        let tally = &mut job.groups[g as usize].tallies[memo as usize];
+        tally.0 = algorithm;
+        tally.1.add(bytes, t - start, weight);
         for &(r, op_index, arrived) in &members {
             job.comm_ended(r, op_index, arrived, t, algorithm);
         }

@@ -155,17 +155,6 @@ impl CollectiveKey {
             scope => scope,
         }
     }
-
-    /// Whether this is [`CollectiveKey::new`] of the same arguments, the group's `scope` given.
-    fn is(
-        &self,
-        op: Collective,
-        scope: &str,
-        ranks: usize,
-        algorithm: Option<(&'static str, &'static str)>,
-    ) -> bool {
-        (self.op, self.ranks, self.algorithm) == (op, ranks, algorithm) && self.scope == scope
-    }
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -174,6 +163,17 @@ pub struct Tally {
     pub bytes: u64,
     /// Summed over instances, ns.
     pub time_ns: u64,
+}
+
+impl Tally {
+    /// Counts `times` alike instances (one simulated for an orbit of them) of `bytes` each,
+    /// taking `time_ns` each.
+    pub fn add(&mut self, bytes: u64, time_ns: u64, times: u32) {
+        let n = u64::from(times);
+        self.count += n;
+        self.bytes += n * bytes;
+        self.time_ns += n * time_ns;
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -253,44 +253,28 @@ impl JobStats {
         }
     }
 
-    /// `times` alike collectives (one simulated for an orbit of groups) of `bytes` each, `op`
-    /// on `ranks` ranks of `group` under `algorithm` (see [`CollectiveKey`]). A job has a few
-    /// keys and runs millions of collectives: the key is found by a scan, and made only when
-    /// new.
-    #[allow(clippy::too_many_arguments)]
-    pub fn collective(
+    /// Adds `tally`, collectives `op` on `ranks` ranks of `group` under `algorithm` (see
+    /// [`CollectiveKey`]), to the job's. The orchestrator tallies per group and (operation,
+    /// size) while it runs and adds each group's tallies here once, at the end.
+    pub fn add_collectives(
         &mut self,
         op: Collective,
         group: &str,
         ranks: usize,
         algorithm: Option<(&'static str, &'static str)>,
-        bytes: u64,
-        time_ns: u64,
-        times: u32,
+        tally: Tally,
     ) {
-        let scope = CollectiveKey::scope_of(group);
-        let known = self
+        let t = self
             .collectives
-            .iter_mut()
-            .find(|(k, _)| k.is(op, scope, ranks, algorithm));
-        let t = match known {
-            Some((_, t)) => t,
-            None => {
-                let key = CollectiveKey::new(op, group, ranks, algorithm);
-                self.collectives.entry(key).or_default()
-            }
-        };
-        let n = u64::from(times);
-        t.count += n;
-        t.bytes += n * bytes;
-        t.time_ns += n * time_ns;
+            .entry(CollectiveKey::new(op, group, ranks, algorithm))
+            .or_default();
+        t.count += tally.count;
+        t.bytes += tally.bytes;
+        t.time_ns += tally.time_ns;
     }
 
     /// `times` alike transfers (one simulated for an orbit of them) of `bytes` each.
     pub fn transfer(&mut self, bytes: u64, time_ns: u64, times: u32) {
-        let n = u64::from(times);
-        self.transfers.count += n;
-        self.transfers.bytes += n * bytes;
-        self.transfers.time_ns += n * time_ns;
+        self.transfers.add(bytes, time_ns, times);
     }
 }

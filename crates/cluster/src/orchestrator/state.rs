@@ -13,7 +13,7 @@ use fabricsim_workload::{ComputeModel, OpKind, Program};
 
 use crate::job::{CommConfig, JobSpec};
 use crate::p2p::P2p;
-use crate::stats::{CommScope, Detail, JobStats, Lane, Slice};
+use crate::stats::{CommScope, Detail, JobStats, Lane, Slice, Tally};
 
 /// Reverse dependency edges of a program (CSR) and each op's sequence number on its
 /// communicator slot.
@@ -137,6 +137,8 @@ pub(super) struct Instance {
     /// (rank, op, arrival time)
     pub(super) members: Vec<(u32, u32, u64)>,
     pub(super) start: u64,
+    /// Its (operation, size)'s index in the group's memo, once started.
+    pub(super) memo: u32,
     /// What runs it, (algorithm, protocol) names, once started (`None` for one rank).
     pub(super) algorithm: Option<(&'static str, &'static str)>,
     /// Boxed: an instance is moved whole when its slot is reused, and most never run one
@@ -155,6 +157,10 @@ pub(super) struct GroupState {
     pub(super) ranks: Option<Ranks>,
     /// Per (operation, size) the group has run: what was chosen and planned the first time.
     pub(super) memo: Vec<Memo>,
+    /// Per memo entry, in the same order: the collectives done and what ran them; folded
+    /// into the job's statistics when the run ends (a tally found per collective cost a
+    /// search of the job's keys, millions of times).
+    pub(super) tallies: Vec<(Option<(&'static str, &'static str)>, Tally)>,
     /// The seed of its connections' ports, once computed (see `try_start`).
     pub(super) seed: Option<u64>,
 }
@@ -324,6 +330,7 @@ pub(super) fn gs_memo_index(gs: &mut GroupState, op: Collective, bytes: u64) -> 
                 choice: None,
                 schedule: None,
             });
+            gs.tallies.push((None, Tally::default()));
             gs.memo.len() - 1
         }
     }
@@ -441,6 +448,7 @@ impl JobState {
                 pending: Pending::default(),
                 ranks: None,
                 memo: Vec::new(),
+                tallies: Vec::new(),
                 seed: None,
             })
             .collect();
