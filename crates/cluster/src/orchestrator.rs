@@ -693,6 +693,12 @@ impl<'t> Orchestrator<'t> {
         let gs = &mut self.jobs[j as usize].groups[g as usize];
         let memo = gs_memo_index(gs, op, bytes);
         self.instances[i as usize].memo = memo as u32;
+        if let Some((algorithm, protocol, Some(ns))) = gs.memo[memo].choice {
+            // Chosen before, a closed form: no ranks or execution needed (see `launch`).
+            self.instances[i as usize].algorithm = Some((algorithm.name(), protocol.name()));
+            self.queue.push(Event::new(t + ns, COLL_DONE, 0, i));
+            return Ok(());
+        }
         // Lent to `launch` while it borrows the orchestrator mutably.
         let ranks = gs.ranks.take().expect("built above");
         let result = self.launch(j, i, memo, &ranks, t, group_seed, topo);
@@ -711,8 +717,9 @@ impl<'t> Orchestrator<'t> {
         let tally = &mut job.groups[g as usize].tallies[memo as usize];
         tally.0 = algorithm;
         tally.1.add(bytes, t - start, weight);
+        let scope = job.scopes[g as usize];
         for &(r, op_index, arrived) in &members {
-            job.comm_ended(r, op_index, arrived, t, algorithm);
+            job.comm_ended(r, op_index, scope, arrived, t, algorithm);
         }
         let gs = &mut job.groups[g as usize];
         gs.busy = false;

@@ -526,28 +526,18 @@ impl JobState {
         offset + op as usize * stride
     }
 
-    /// What rank `r`'s communication op `op` serves.
-    pub(super) fn scope_of(&self, r: u32, op: u32) -> CommScope {
-        let w = &self.spec.workload;
-        match w.program_of(r).ops[op as usize].kind {
-            OpKind::Collective { group, .. } => {
-                self.scopes[w.ranks[r as usize].groups[group as usize] as usize]
-            }
-            _ => CommScope::Pp,
-        }
-    }
-
-    /// Rank `r`'s communication op `op`, in flight since `since`, ends at `t`; a collective
-    /// ran `algorithm`.
+    /// Rank `r`'s communication op `op` for `scope`, in flight since `since`, ends at `t`; a
+    /// collective ran `algorithm`.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn comm_ended(
         &mut self,
         r: u32,
         op: u32,
+        scope: CommScope,
         since: u64,
         t: u64,
         algorithm: Option<(&'static str, &'static str)>,
     ) {
-        let scope = self.scope_of(r, op);
         let rank = &mut self.ranks[r as usize];
         rank.account(t);
         rank.comm_active[scope as usize] -= 1;

@@ -77,12 +77,12 @@ impl Orchestrator<'_> {
         );
         let job = &mut self.jobs[j as usize];
         job.stats.transfer(bytes, t - start, job.order);
-        job.comm_ended(src.0, src.1, start, t, None);
+        job.comm_ended(src.0, src.1, CommScope::Pp, start, t, None);
         self.complete(j, src.0, src.1, t);
         let job = &mut self.jobs[j as usize];
         match recv {
             Some((op, since)) => {
-                job.comm_ended(key.1, op, since, t, None);
+                job.comm_ended(key.1, op, CommScope::Pp, since, t, None);
                 job.stats.arrow(Arrow {
                     from: (src.0, start, t),
                     to: (key.1, since, t),
