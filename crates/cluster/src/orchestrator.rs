@@ -473,14 +473,8 @@ impl<'t> Orchestrator<'t> {
         let binding = &job.spec.workload.ranks[r as usize];
         let prog = &job.spec.workload.programs[binding.program as usize];
         match prog.ops[op as usize].kind {
-            OpKind::Compute(_) => {
-                job.ranks[r as usize].compute.queue.push_back(op);
-                self.start_kernel(j, r, t, false);
-            }
-            OpKind::Memory { .. } => {
-                job.ranks[r as usize].memory.queue.push_back(op);
-                self.start_kernel(j, r, t, true);
-            }
+            OpKind::Compute(_) => self.issue_kernel(j, r, op, t, false),
+            OpKind::Memory { .. } => self.issue_kernel(j, r, op, t, true),
             OpKind::Nop => self.complete(j, r, op, t),
             OpKind::Collective {
                 op: coll,
@@ -551,21 +545,45 @@ impl<'t> Orchestrator<'t> {
         Ok(())
     }
 
-    fn start_kernel(&mut self, j: u32, r: u32, t: u64, memory: bool) {
-        let job = &mut self.jobs[j as usize];
-        let rank = &mut job.ranks[r as usize];
-        let stream = if memory { &rank.memory } else { &rank.compute };
-        if stream.busy {
-            return;
-        }
-        rank.account(t);
+    /// Rank `r`'s kernel `op` is ready: it runs now if its stream is free, else queues. A
+    /// free stream has nothing queued, so most kernels never touch the queue.
+    fn issue_kernel(&mut self, j: u32, r: u32, op: u32, t: u64, memory: bool) {
+        let rank = &mut self.jobs[j as usize].ranks[r as usize];
         let stream = if memory {
             &mut rank.memory
         } else {
             &mut rank.compute
         };
-        let Some(op) = stream.queue.pop_front() else {
-            return;
+        if stream.busy {
+            stream.queue.push_back(op);
+        } else {
+            debug_assert!(stream.queue.is_empty(), "a free stream has nothing queued");
+            self.run_kernel(j, r, op, t, memory);
+        }
+    }
+
+    /// Runs the next kernel queued on rank `r`'s stream, if any (the stream is free).
+    fn start_kernel(&mut self, j: u32, r: u32, t: u64, memory: bool) {
+        let rank = &mut self.jobs[j as usize].ranks[r as usize];
+        let stream = if memory {
+            &mut rank.memory
+        } else {
+            &mut rank.compute
+        };
+        if let Some(op) = stream.queue.pop_front() {
+            self.run_kernel(j, r, op, t, memory);
+        }
+    }
+
+    /// Starts kernel `op` on rank `r`'s free stream at `t`.
+    fn run_kernel(&mut self, j: u32, r: u32, op: u32, t: u64, memory: bool) {
+        let job = &mut self.jobs[j as usize];
+        let rank = &mut job.ranks[r as usize];
+        rank.account(t);
+        let stream = if memory {
+            &mut rank.memory
+        } else {
+            &mut rank.compute
         };
         stream.busy = true;
         stream.op = op;

@@ -18,7 +18,9 @@ pub struct Ranks {
 impl Ranks {
     /// Rank `r` runs on `gpus[r]`. Every entry must be a distinct GPU.
     pub fn new(topo: &Topology, gpus: Vec<NodeId>) -> Result<Ranks, PlanError> {
-        let mut seen = vec![false; topo.node_count()];
+        // Hashed, not a flag per node: a group of 8 GPUs on a 24K-GPU fabric is planned often.
+        let mut seen =
+            rustc_hash::FxHashSet::with_capacity_and_hasher(gpus.len(), Default::default());
         let mut host_index = std::collections::BTreeMap::new();
         let mut hosts: Vec<Vec<u32>> = Vec::new();
         let (mut host, mut local) = (Vec::new(), Vec::new());
@@ -26,7 +28,7 @@ impl Ranks {
             if g.index() >= topo.node_count() || topo.kind(g) != NodeKind::Gpu {
                 return Err(PlanError::NotAGpu { rank: r });
             }
-            if std::mem::replace(&mut seen[g.index()], true) {
+            if !seen.insert(g) {
                 return Err(PlanError::SharedGpu {
                     rank: r,
                     gpu: topo.node_name(g).to_string(),
