@@ -1,18 +1,52 @@
 //! Point-to-point matching for the orchestrator: sends and receives meet by (source,
 //! destination, tag), first come first served, without a hash map in the event loop.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
+
+use smallvec::SmallVec;
 
 use fabricsim_workload::Workload;
+
+/// A first-in first-out list with one entry kept inline: a slot's lists hold one entry or
+/// none nearly always, and a heap buffer each cost an allocation and a cache miss per send
+/// and receive. Short, so taking the first shifts the rest.
+pub(crate) struct Fifo<T>(SmallVec<[T; 1]>);
+
+impl<T> Default for Fifo<T> {
+    fn default() -> Self {
+        Fifo(SmallVec::new())
+    }
+}
+
+impl<T: PartialEq> Fifo<T> {
+    pub(crate) fn push_back(&mut self, x: T) {
+        self.0.push(x);
+    }
+
+    pub(crate) fn pop_front(&mut self) -> Option<T> {
+        (!self.0.is_empty()).then(|| self.0.remove(0))
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Removes the first entry equal to `x`, if any.
+    pub(crate) fn remove_item(&mut self, x: &T) {
+        if let Some(pos) = self.0.iter().position(|y| y == x) {
+            self.0.remove(pos);
+        }
+    }
+}
 
 /// Sends and receives of one (source, destination, tag), matched first come first served.
 #[derive(Default)]
 pub(crate) struct P2pSlot {
     pub(crate) tag: u64,
     /// Receives posted before their data was sent: (op, time).
-    pub(crate) recvs: VecDeque<(u32, u64)>,
+    pub(crate) recvs: Fifo<(u32, u64)>,
     /// Transfers under way that no receive has claimed yet.
-    pub(crate) inflight: VecDeque<u32>,
+    pub(crate) inflight: Fifo<u32>,
     /// Data that arrived before its receive was posted (buffered), count.
     pub(crate) arrived: u32,
 }

@@ -92,9 +92,7 @@ impl Orchestrator<'_> {
             None => {
                 if let Some(m) = mailbox {
                     let slot = job.p2p.slot(m, key.2);
-                    if let Some(pos) = slot.inflight.iter().position(|&x| x == id) {
-                        slot.inflight.remove(pos);
-                    }
+                    slot.inflight.remove_item(&id);
                     slot.arrived += 1;
                 }
             }
