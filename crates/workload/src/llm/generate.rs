@@ -82,22 +82,18 @@ pub fn generate(t: &Training) -> Result<Workload, LlmError> {
     // Groups and bindings.
     let world = p.world();
     let mut group_of: HashMap<(usize, u32), u32> = HashMap::new();
+    // Groups so far per dimension: a group's name is its dimension's and this number.
+    let mut named = vec![0usize; dims.len()];
     for r in 0..world {
         let mut groups = Vec::with_capacity(dims.len());
         for (di, &dim) in dims.iter().enumerate() {
-            let members = layout.members(dim, r);
-            let id = *group_of.entry((di, members[0])).or_insert_with(|| {
+            let first = layout.first_member(dim, r);
+            let id = *group_of.entry((di, first)).or_insert_with(|| {
                 w.groups.push(Group {
-                    name: format!(
-                        "{}{}",
-                        dim.name(),
-                        w.groups
-                            .iter()
-                            .filter(|g| g.name.starts_with(dim.name()))
-                            .count()
-                    ),
-                    ranks: members,
+                    name: format!("{}{}", dim.name(), named[di]),
+                    ranks: layout.members(dim, r),
                 });
+                named[di] += 1;
                 w.groups.len() as u32 - 1
             });
             groups.push(id);

@@ -194,31 +194,42 @@ impl Layout {
     /// The members of `r`'s group along `dim`, in group order.
     pub fn members(&self, dim: Dim, r: u32) -> Vec<u32> {
         let c = self.coord(r);
+        (0..self.group_size(dim))
+            .map(|i| self.member(dim, c, i))
+            .collect()
+    }
+
+    /// The first member of `r`'s group along `dim`: the group's name among its dimension's.
+    pub fn first_member(&self, dim: Dim, r: u32) -> u32 {
+        self.member(dim, self.coord(r), 0)
+    }
+
+    fn group_size(&self, dim: Dim) -> u32 {
         match dim {
-            Dim::Tp => (0..self.tp)
-                .map(|i| self.rank(Coord { tp: i, ..c }))
-                .collect(),
-            Dim::Cp => (0..self.cp)
-                .map(|i| self.rank(Coord { cp: i, ..c }))
-                .collect(),
-            Dim::Dp => (0..self.dp)
-                .map(|i| self.rank(Coord { dp: i, ..c }))
-                .collect(),
-            Dim::Ep => {
-                let base = c.dp / self.ep * self.ep;
-                (0..self.ep)
-                    .map(|i| self.rank(Coord { dp: base + i, ..c }))
-                    .collect()
-            }
-            Dim::Edp => (0..self.dp / self.ep)
-                .map(|j| {
-                    self.rank(Coord {
-                        dp: c.dp % self.ep + j * self.ep,
-                        ..c
-                    })
-                })
-                .collect(),
+            Dim::Tp => self.tp,
+            Dim::Cp => self.cp,
+            Dim::Dp => self.dp,
+            Dim::Ep => self.ep,
+            Dim::Edp => self.dp / self.ep,
         }
+    }
+
+    /// The `i`-th member of the group along `dim` of the rank at `c`.
+    fn member(&self, dim: Dim, c: Coord, i: u32) -> u32 {
+        let c = match dim {
+            Dim::Tp => Coord { tp: i, ..c },
+            Dim::Cp => Coord { cp: i, ..c },
+            Dim::Dp => Coord { dp: i, ..c },
+            Dim::Ep => Coord {
+                dp: c.dp / self.ep * self.ep + i,
+                ..c
+            },
+            Dim::Edp => Coord {
+                dp: c.dp % self.ep + i * self.ep,
+                ..c
+            },
+        };
+        self.rank(c)
     }
 }
 
