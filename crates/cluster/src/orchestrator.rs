@@ -133,7 +133,9 @@ pub struct Orchestrator<'t> {
     instances: Vec<Instance>,
     /// Finished instances whose slots can be reused.
     free_instances: Vec<u32>,
+    /// Transfers in flight, by id; a finished one's slot is reused (`free_transfers`).
     transfers: Vec<Transfer>,
+    free_transfers: Vec<u32>,
     /// Who each flow in flight belongs to.
     flow_owner: FxHashMap<FlowId, FlowOwner>,
     /// Ready ops not yet dispatched: (job, rank, op).
@@ -199,6 +201,7 @@ impl<'t> Orchestrator<'t> {
             instances: Vec::new(),
             free_instances: Vec::new(),
             transfers: Vec::new(),
+            free_transfers: Vec::new(),
             flow_owner: FxHashMap::default(),
             ready: Vec::new(),
             touched: Vec::new(),

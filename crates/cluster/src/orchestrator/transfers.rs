@@ -15,7 +15,10 @@ impl Orchestrator<'_> {
         mailbox: Option<usize>,
         t: u64,
     ) -> Result<(), RunError> {
-        let id = self.transfers.len() as u32;
+        let id = self
+            .free_transfers
+            .pop()
+            .unwrap_or(self.transfers.len() as u32);
         let job = &mut self.jobs[j as usize];
         let bytes = match job.spec.workload.program_of(src.0).ops[src.1 as usize].kind {
             OpKind::Send { bytes, .. } => bytes,
@@ -38,7 +41,7 @@ impl Orchestrator<'_> {
         }
         let (a, b) = (job.spec.gpus[key.0 as usize], job.spec.gpus[key.1 as usize]);
         let seed = mix(job.spec.comm.seed ^ (u64::from(j) << 32) ^ 0x5e4d);
-        self.transfers.push(Transfer {
+        let record = Transfer {
             job: j,
             src,
             key,
@@ -48,7 +51,11 @@ impl Orchestrator<'_> {
             start: t,
             bytes,
             ticket: None,
-        });
+        };
+        match self.transfers.get_mut(id as usize) {
+            Some(slot) => *slot = record,
+            None => self.transfers.push(record),
+        }
         if bytes == 0 || a == b {
             self.transfer_done(id, t);
             return Ok(());
@@ -97,5 +104,7 @@ impl Orchestrator<'_> {
                 }
             }
         }
+        // Nothing names the transfer any more: its record is reused by the next.
+        self.free_transfers.push(id);
     }
 }
