@@ -154,3 +154,25 @@ impl P2p {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fifo_gives_back_in_order_and_drops_the_entry_named() {
+        let mut q = Fifo::default();
+        assert!(q.is_empty() && q.pop_front().is_none());
+        for x in [3u32, 1, 4, 1, 5] {
+            q.push_back(x);
+        }
+        q.remove_item(&1);
+        q.remove_item(&9);
+        let mut out = Vec::new();
+        while let Some(x) = q.pop_front() {
+            out.push(x);
+        }
+        assert_eq!(out, [3, 4, 1, 5]);
+        assert!(q.is_empty());
+    }
+}

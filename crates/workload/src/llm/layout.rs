@@ -274,6 +274,23 @@ mod tests {
     }
 
     #[test]
+    fn a_group_is_named_by_its_first_member_and_its_members_share_it() {
+        for order in [RankOrder::LLAMA3, RankOrder::MEGATRON] {
+            let l = layout(order);
+            for dim in [Dim::Tp, Dim::Cp, Dim::Dp, Dim::Ep, Dim::Edp] {
+                for r in 0..64 {
+                    let members = l.members(dim, r);
+                    assert_eq!(l.first_member(dim, r), members[0], "{dim:?} of {r}");
+                    assert!(members.contains(&r), "{dim:?} of {r}: {members:?}");
+                    for &m in &members {
+                        assert_eq!(l.members(dim, m), members, "{dim:?} of {m}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
     fn orders_parse_as_megatron_writes_them_and_refuse_the_rest() {
         assert_eq!(RankOrder::parse("tp-cp-ep-dp-pp"), Ok(RankOrder::MEGATRON));
         assert_eq!(RankOrder::parse("TP-CP-PP-DP"), Ok(RankOrder::LLAMA3));
