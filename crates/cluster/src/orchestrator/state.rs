@@ -528,7 +528,6 @@ impl JobState {
 
     /// Rank `r`'s communication op `op` for `scope`, in flight since `since`, ends at `t`; a
     /// collective ran `algorithm`.
-    #[allow(clippy::too_many_arguments)]
     pub(super) fn comm_ended(
         &mut self,
         r: u32,
