@@ -650,9 +650,7 @@ impl<'t> Orchestrator<'t> {
         let (offset, stride) = job.counters[r as usize];
         let prog = job.spec.workload.ranks[r as usize].program as usize;
         for &d in job.index[prog].dependents(op) {
-            let c = &mut job.remaining[offset + d as usize * stride];
-            *c -= 1;
-            if *c == 0 {
+            if job.remaining.release(offset + d as usize * stride) {
                 self.ready.push((j, r, d));
             }
         }

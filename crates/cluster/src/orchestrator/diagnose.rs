@@ -99,7 +99,7 @@ impl Orchestrator<'_> {
                 }
                 let p = &w.programs[b.program as usize];
                 for (i, op) in p.ops.iter().enumerate() {
-                    if job.remaining[job.counter(r as u32, i as u32)] > 0 {
+                    if job.remaining.waiting(job.counter(r as u32, i as u32)) {
                         out.push(format!(
                             "rank {r}: op {} (`{}`) waits on ops that never finish (a dependency cycle?)",
                             op.id,

@@ -6,6 +6,8 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+use rustc_hash::FxHashMap;
+
 use fabricsim_collectives::tuner::{predict, settle};
 use fabricsim_collectives::{Algorithm, Collective, Execution, Platform, Ranks, Request, Schedule};
 use fabricsim_routing::select::Ticket;
@@ -357,6 +359,57 @@ pub(super) enum FlowOwner {
     Transfer(u32),
 }
 
+/// Dependency counters, two bytes each (a 16K-GPU job has tens of millions): the rare op with
+/// more dependencies than that holds keeps its count in a side table, its counter reading
+/// [`Counters::MANY`].
+pub(super) struct Counters {
+    small: Vec<u16>,
+    many: FxHashMap<usize, usize>,
+}
+
+impl Counters {
+    const MANY: u16 = u16::MAX;
+
+    pub(super) fn new(len: usize) -> Counters {
+        Counters {
+            small: vec![0; len],
+            many: FxHashMap::default(),
+        }
+    }
+
+    pub(super) fn set(&mut self, i: usize, n: usize) {
+        match u16::try_from(n) {
+            Ok(n) if n < Self::MANY => self.small[i] = n,
+            _ => {
+                self.small[i] = Self::MANY;
+                self.many.insert(i, n);
+            }
+        }
+    }
+
+    /// Counts one of counter `i`'s dependencies done; whether none is left.
+    pub(super) fn release(&mut self, i: usize) -> bool {
+        let c = &mut self.small[i];
+        if *c != Self::MANY {
+            *c -= 1;
+            return *c == 0;
+        }
+        let n = self.many.get_mut(&i).expect("set with its count");
+        *n -= 1;
+        if *n > 0 {
+            return false;
+        }
+        self.many.remove(&i);
+        *c = 0;
+        true
+    }
+
+    /// Whether counter `i` still waits on a dependency.
+    pub(super) fn waiting(&self, i: usize) -> bool {
+        self.small[i] > 0
+    }
+}
+
 pub(super) struct JobState {
     pub(super) spec: JobSpec,
     pub(super) index: Vec<ProgramIndex>,
@@ -365,7 +418,7 @@ pub(super) struct JobState {
     /// Per (rank, op): dependencies not yet done. Laid out per program, op-major with the
     /// ranks that share the program side by side, so the ranks of a tensor-parallel group,
     /// which finish the same op at the same instant, touch one cache line, not eight.
-    pub(super) remaining: Vec<u32>,
+    pub(super) remaining: Counters,
     pub(super) ranks: Vec<RankState>,
     pub(super) groups: Vec<GroupState>,
     /// Choices and plans shared by groups of one layout.
@@ -426,7 +479,7 @@ impl JobState {
             start.push(total);
             total += prog.len() * sharing[p];
         }
-        let mut remaining = vec![0u32; total];
+        let mut remaining = Counters::new(total);
         for (r, b) in w.ranks.iter().enumerate() {
             if !active[r] {
                 continue;
@@ -436,7 +489,7 @@ impl JobState {
             counters[r] = (offset, stride);
             let prog = &w.programs[p];
             for i in 0..prog.len() {
-                remaining[offset + i * stride] = prog.deps(i as u32).len() as u32;
+                remaining.set(offset + i * stride, prog.deps(i as u32).len());
             }
         }
         let groups = w
@@ -567,5 +620,26 @@ impl JobState {
             end: t,
             detail,
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_release_at_zero_two_bytes_or_more() {
+        let mut c = Counters::new(3);
+        c.set(0, 2);
+        c.set(1, 70_000);
+        c.set(2, 65_535);
+        assert!(!c.release(0));
+        assert!(c.release(0) && !c.waiting(0));
+        for (i, n) in [(1, 70_000), (2, 65_535)] {
+            for _ in 1..n {
+                assert!(!c.release(i) && c.waiting(i));
+            }
+            assert!(c.release(i) && !c.waiting(i), "counter {i}");
+        }
     }
 }
