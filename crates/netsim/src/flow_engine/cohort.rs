@@ -26,6 +26,8 @@ pub(super) struct Cohort {
     pub latency: Nanos,
     /// Its flows still sending: its weight on each link is this times theirs.
     pub members: u32,
+    /// Where among its links the last check found its bottleneck: checked first next time.
+    pub bottleneck: u32,
     /// Bytes each member has sent since the cohort formed, as of `updated`.
     pub service: f64,
     /// Bytes all its flows sent: what each of its links carried from it (times the weight).
@@ -125,6 +127,7 @@ impl Cohort {
             cap,
             latency,
             members: 0,
+            bottleneck: 0,
             service: 0.0,
             carried: 0.0,
             updated: now,

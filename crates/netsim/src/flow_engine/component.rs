@@ -203,15 +203,20 @@ impl FlowEngine {
     }
 
     /// Whether `f`, at `rate`, is at its cap or crosses a saturated link on which no flow is
-    /// faster.
+    /// faster. The search starts where the last one found the bottleneck: a hashed ring's
+    /// cohort crosses a thousand links and keeps its bottleneck from check to check.
     fn bottlenecked(&mut self, f: u32, rate: f64) -> bool {
-        let (span, cap) = (self.cohorts[f as usize].links, self.cohorts[f as usize].cap);
+        let cohort = &self.cohorts[f as usize];
+        let (span, cap) = (cohort.links, cohort.cap);
         if rate >= cap * (1.0 - TOLERANCE) {
             return true;
         }
-        for i in span.ids..span.ids + span.len as usize {
-            let l = self.incidence.ids[i];
+        let n = span.len as usize;
+        let hint = (cohort.bottleneck as usize).min(n);
+        for j in (hint..n).chain(0..hint) {
+            let l = self.incidence.ids[span.ids + j];
             if self.saturated_now(l) && self.fastest_on(l) <= rate * (1.0 + TOLERANCE) {
+                self.cohorts[f as usize].bottleneck = j as u32;
                 return true;
             }
         }
