@@ -712,10 +712,9 @@ impl<'t> Orchestrator<'t> {
         let gs = &mut self.jobs[j as usize].groups[g as usize];
         let memo = gs_memo_index(gs, op, bytes);
         self.instances[i as usize].memo = memo as u32;
-        if let Some((algorithm, protocol, Some(ns))) = gs.memo[memo].choice {
+        if let Some(choice @ (_, _, Some(_))) = gs.memo[memo].choice {
             // Chosen before, a closed form: no ranks or execution needed (see `launch`).
-            self.instances[i as usize].algorithm = Some((algorithm.name(), protocol.name()));
-            self.queue.push(Event::new(t + ns, COLL_DONE, 0, i));
+            self.start_chosen(i, choice, t);
             return Ok(());
         }
         // Lent to `launch` while it borrows the orchestrator mutably.

@@ -51,9 +51,7 @@ impl<'t> Orchestrator<'t> {
                 c
             }
         };
-        self.instances[i as usize].algorithm = Some((algorithm.name(), protocol.name()));
-        if let Some(ns) = closed_ns {
-            self.queue.push(Event::new(t + ns, COLL_DONE, 0, i));
+        if self.start_chosen(i, (algorithm, protocol, closed_ns), t) {
             return Ok(());
         }
         let req = Request {
@@ -104,5 +102,16 @@ impl<'t> Orchestrator<'t> {
         )));
         self.touched.push(i);
         Ok(())
+    }
+
+    /// Names what runs instance `i`, and if that is a closed form ends it that long after
+    /// `t`. Whether it did.
+    pub(super) fn start_chosen(&mut self, i: u32, choice: Choice, t: u64) -> bool {
+        let (algorithm, protocol, closed_ns) = choice;
+        self.instances[i as usize].algorithm = Some((algorithm.name(), protocol.name()));
+        if let Some(ns) = closed_ns {
+            self.queue.push(Event::new(t + ns, COLL_DONE, 0, i));
+        }
+        closed_ns.is_some()
     }
 }
