@@ -7,12 +7,17 @@
 //! reaches the cap. Pop the smallest event from a heap, freeze the flows it concerns, update
 //! the links they cross, repeat.
 //!
-//! The heap holds one event per link, keyed lazily. Freezing a flow of weight `w` at level
+//! Events are keyed lazily, one per link. Freezing a flow of weight `w` at level
 //! `λ ≤ λ_l` on link `l` never lowers `λ_l`: `(C − F − wλ)/(W − w) ≥ (C − F − wλ_l)/(W − w) = λ_l`.
 //! So a link's key is a lower bound of its level; a popped link whose level has risen since is
 //! pushed back with its current level instead of saturating. A freeze then touches no heap,
 //! and a link crossed by many flows that freeze elsewhere is re-pushed once per pop, not once
-//! per freeze: O(incidences + pops · log links).
+//! per freeze: O(incidences + pops · log links). The first keys are all known before the first
+//! pop, so they are sorted once (cheaper than as many heap pops: a hashed ring's solve pops
+//! nearly all), and only the re-keyed go into a heap; each step takes the lower of the two.
+//!
+//! A link only one flow crosses keeps its level until that flow freezes and is dead after, so
+//! of a flow's own links only the one that pops first is keyed at all.
 //!
 //! Once every flow is frozen the solve stops: the links still in the heap change nothing.
 //!
@@ -170,9 +175,14 @@ pub struct Solver {
     frozen_load: Vec<f64>,
     start: Vec<u32>,
     flows: Vec<u32>,
+    /// The events keyed before the solve starts, sorted, the first to pop last.
+    sorted: Vec<Event>,
+    /// Links keyed again during the solve (module docs).
     heap: BinaryHeap<Event>,
     /// The flows on the link being saturated.
     on_link: Vec<u32>,
+    /// Per flow: the event of the link of its own (crossed by no other flow) that pops first.
+    own: Vec<Option<Event>>,
     /// A small problem's per-link event: what its heap entry would be, `None` once popped.
     keys: Vec<Option<Event>>,
 }
@@ -244,7 +254,8 @@ impl Solver {
         if index {
             self.start.resize(m + 1, 0);
         }
-        let mut events = std::mem::take(&mut self.heap).into_vec();
+        let mut events = std::mem::take(&mut self.sorted);
+        events.clear();
         let (weight, start) = (&mut self.weight, &mut self.start);
         for f in 0..n {
             p.each_link(f, |k, w| {
@@ -263,20 +274,40 @@ impl Solver {
         if index {
             self.index(p);
         }
-        for k in 0..m {
-            events.push(Event::new(
-                self.level_of(k, p.capacity(k)),
-                p.id(k),
-                k as u32,
-            ));
+        // Of a flow's own links (module docs) only the first to pop is keyed: the same live
+        // events pop, in the same order.
+        self.own.clear();
+        if index {
+            self.own.resize(n, None);
         }
-        self.heap = BinaryHeap::from(events);
+        for k in 0..m {
+            let event = Event::new(self.level_of(k, p.capacity(k)), p.id(k), k as u32);
+            let (a, b) = (self.start.get(k), self.start.get(k + 1));
+            if let (true, Some(&a), Some(&b)) = (index, a, b) {
+                if b - a == 1 && self.weight[k] > 0.0 {
+                    let own = &mut self.own[self.flows[a as usize] as usize];
+                    *own = (*own).max(Some(event));
+                    continue;
+                }
+            }
+            events.push(event);
+        }
+        events.extend(self.own.iter().flatten().copied());
+        // Sorted so that the first to pop is last; the re-keyed go to the heap.
+        events.sort_unstable();
+        self.heap.clear();
         let mut level = 0.0f64;
         // Once every flow is frozen, the links still in the heap change nothing.
         let mut unfrozen = n;
         let mut on_link = std::mem::take(&mut self.on_link);
         while unfrozen > 0 {
-            let Some(ev) = self.heap.pop() else {
+            // Keys are distinct: the lower of the two is what one heap of all would pop.
+            let ev = match (events.last(), self.heap.peek()) {
+                (Some(a), Some(b)) if b > a => self.heap.pop(),
+                (Some(_), _) => events.pop(),
+                (None, _) => self.heap.pop(),
+            };
+            let Some(ev) = ev else {
                 break;
             };
             if ev.what() == u32::MAX {
@@ -320,6 +351,7 @@ impl Solver {
         }
         self.on_link = on_link;
         self.heap.clear();
+        self.sorted = events;
     }
 
     /// Each link's flows in `flows` (CSR by `start`, in increasing order), from the counts in
@@ -533,8 +565,9 @@ mod tests {
 
     /// The scan for small problems must pick the same events as the heap, so give the same
     /// rates to the last bit, and so must the heap where the problem lists links' flows
-    /// itself: checked on random problems full of ties (capacities and caps from a few
-    /// values, weights of a third).
+    /// itself (which keys every link, where the indexed keys only each flow's first link of
+    /// its own): checked on random problems full of ties (capacities and caps from a few
+    /// values, weights of a third) and of links crossed by one flow.
     #[test]
     fn small_problems_solve_as_the_heap_does() {
         let mut seed = 7u64;
