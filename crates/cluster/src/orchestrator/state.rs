@@ -188,8 +188,9 @@ impl Pending {
     pub(super) fn insert(&mut self, seq: u32, inst: u32) {
         debug_assert!(seq >= self.first);
         let i = (seq - self.first) as usize;
-        if self.slots.len() <= i {
-            self.slots.resize(i + 1, Self::EMPTY);
+        // Nearly always the next slot: pushed, rather than through `resize`, which is not inlined.
+        while self.slots.len() <= i {
+            self.slots.push_back(Self::EMPTY);
         }
         self.slots[i] = inst;
     }

@@ -122,9 +122,9 @@ impl FlowList {
             self.items[self.len()] = f;
         } else if self.len() == INLINE {
             let at = spill.free.pop().unwrap_or_else(|| {
-                // Room to double before it grows (a pipelined ring's NVLink ports carry one
-                // cohort per channel).
-                spill.lists.push(Vec::with_capacity(2 * (INLINE + 1)));
+                // Room for 16 before it grows: a pipelined ring's NVLink ports carry one
+                // cohort per channel, and a bench's ring over H100s runs 16 channels.
+                spill.lists.push(Vec::with_capacity(16));
                 spill.lists.len() as u32 - 1
             });
             let list = &mut spill.lists[at as usize];
