@@ -684,7 +684,8 @@ mod tests {
         }
     }
 
-    /// Sorted a chunk at a time, events come out greatest first, whenever the pops stop.
+    /// Sorted a chunk at a time (chunks of 128, 256, ... for thousands of events), events come
+    /// out greatest first, as a heap gives them.
     #[test]
     fn sorted_events_pop_in_heap_order() {
         let mut seed = 11u64;
