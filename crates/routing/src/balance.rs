@@ -211,11 +211,7 @@ pub fn links_in_scope_over(
             }
             continue;
         }
-        for (_, hops) in paths.shortest_path_dag(state, src, dst)? {
-            for l in hops {
-                scope[l.index()] = true;
-            }
-        }
+        paths.mark_dag_links(state, src, dst, &mut scope)?;
     }
     Ok(scope)
 }

@@ -1,7 +1,7 @@
 //! Routing facts a network engineer relies on.
 
 use fabricsim_routing::{
-    FlowKey, HashConfig, LinkCondition, LinkState, Policy, Route, RouteError, Router,
+    FlowKey, HashConfig, LinkCondition, LinkState, PathFinder, Policy, Route, RouteError, Router,
 };
 use fabricsim_topology::figures::FabricFigures;
 use fabricsim_topology::presets;
@@ -666,6 +666,54 @@ fn the_scope_of_many_pairs_is_the_union_of_their_spreads() {
             union,
             "{preset}"
         );
+    }
+}
+
+#[test]
+fn a_dags_links_marked_are_the_links_of_the_dag() {
+    // mark_dag_links runs the DAG's search without ordering it: the links it marks must be
+    // every next hop of the DAG, with every link up and with an uplink down. The fabric of
+    // 72 racks a zone has cluster switches of more than 64 switch neighbours, whose next hops
+    // are read from the hop pool.
+    let wide = (
+        "meta-cluster",
+        build("meta-cluster", &[("zones", "2"), ("racks", "72")]),
+    );
+    for (preset, topo) in small_fabrics().into_iter().chain([wide]) {
+        let gpus = topo.gpus();
+        let pairs: Vec<_> = pairs_at(&topo, &[1, 7, 9])
+            .into_iter()
+            .step_by((gpus.len() / 64).max(1))
+            .collect();
+        let mut state = LinkState::new(&topo);
+        let mut paths = PathFinder::new(&topo);
+        let uplink = uplinks(&topo, topo.link(topo.out_links(gpus[0])[0]).dst)[0];
+        for down in [false, true] {
+            if down {
+                state.set(uplink, LinkCondition::Down);
+            }
+            for &(a, b) in &pairs {
+                if topo.host_of(a) == topo.host_of(b) {
+                    continue;
+                }
+                let mut marked = vec![false; topo.link_count()];
+                let found = paths.mark_dag_links(&state, a, b, &mut marked);
+                let Ok(dag) = paths.shortest_path_dag(&state, a, b) else {
+                    // Cut off by the link down: both say so.
+                    assert!(down && found.is_err(), "{preset}: {a:?} -> {b:?}");
+                    continue;
+                };
+                let mut links = vec![false; topo.link_count()];
+                for (_, hops) in dag {
+                    hops.iter().for_each(|l| links[l.index()] = true);
+                }
+                assert!(found.is_ok() && links.contains(&true), "{preset}");
+                assert_eq!(
+                    marked, links,
+                    "{preset}: {a:?} -> {b:?}, uplink down: {down}"
+                );
+            }
+        }
     }
 }
 

@@ -480,6 +480,41 @@ impl<'t> PathFinder<'t> {
             .collect())
     }
 
+    /// Marks in `scope` (by link index) the links of [`Self::shortest_path_dag`] from `src`
+    /// to `dst`: the same search, in no order, with the next hops read where they lie (a
+    /// busiest-tier figure takes the links of a thousand pairs' DAGs and needs nothing else).
+    pub fn mark_dag_links(
+        &mut self,
+        state: &LinkState,
+        src: NodeId,
+        dst: NodeId,
+        scope: &mut [bool],
+    ) -> Result<(), RouteError> {
+        let dist = self.distances(state, dst);
+        let t = self.toward(state, src, dst, dist);
+        let Some(c) = t.cost(src) else {
+            return Err(self.no_path(src, dst));
+        };
+        let mut hops = Hops::default();
+        let mut seen = rustc_hash::FxHashSet::from_iter([src]);
+        let mut stack = vec![(src, c)];
+        while let Some((u, c)) = stack.pop() {
+            let found = t.next_hops_into(u, self.graph.switch_index[u.index()], c, &mut hops);
+            let pool = self.pool.borrow();
+            let (next, ends) = match found {
+                Found::InBuffer => (&hops.links[..], &hops.ends[..]),
+                Found::Pooled(at) => pool.list(at),
+            };
+            for (&l, end) in next.iter().zip(ends) {
+                scope[l.index()] = true;
+                if seen.insert(end.node) {
+                    stack.push((end.node, c - 1));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Up to `limit` equal-cost paths from `src` to `dst` (in link-id order), and how many
     /// there are in all.
     pub fn equal_cost_paths(
