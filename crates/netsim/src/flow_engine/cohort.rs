@@ -157,6 +157,12 @@ pub(super) const NO_COHORT: u32 = u32::MAX;
 /// run has a hundred paths or millions.
 pub(super) const PATH_SLOTS: usize = 1 << 16;
 
+/// Links of a path that its key hashes, at most: a longer path (a pipelined ring's channels,
+/// thousands of links) hashes its length and this many of its links evenly spaced, the last
+/// one among them. Two long paths alike at those links share a slot; the link-by-link check
+/// still tells them apart.
+const KEYED_LINKS: usize = 64;
+
 /// The key of a path in the table of paths: a hash of what makes two flows one
 /// cohort. A flow joins the cohort in its key's slot only if the two are the same path, link by
 /// link.
@@ -164,9 +170,16 @@ pub(super) fn path_key(links: &[(LinkId, f64)], cap: f64, latency: Nanos) -> u64
     let mut h = rustc_hash::FxHasher::default();
     std::hash::Hasher::write_u64(&mut h, cap.to_bits());
     std::hash::Hasher::write_u64(&mut h, latency.0);
-    for &(l, w) in links {
+    let mut key = |&(l, w): &(LinkId, f64)| {
         std::hash::Hasher::write_u32(&mut h, l.0);
         std::hash::Hasher::write_u64(&mut h, w.to_bits());
+    };
+    if links.len() <= KEYED_LINKS {
+        links.iter().for_each(key);
+    } else {
+        let n = links.len();
+        (1..=KEYED_LINKS).for_each(|i| key(&links[i * n / KEYED_LINKS - 1]));
+        std::hash::Hasher::write_usize(&mut h, n);
     }
     std::hash::Hasher::finish(&h)
 }
