@@ -20,6 +20,7 @@
 //!   route reads of its ends.
 
 mod cache;
+mod dag;
 mod endpoint;
 mod graph;
 mod spread;
@@ -442,77 +443,6 @@ impl<'t> PathFinder<'t> {
         }
         out.extend(self.walk_scratch.links.iter().map(|&l| (l, 1.0)));
         Ok(Nanos(latency))
-    }
-
-    /// The equal-cost shortest-path DAG from `src` to `dst` over the links that are up: its
-    /// nodes in order of decreasing cost to `dst` (a topological order: `src` first, `dst`
-    /// last), each with its next hops in link-id order. Every walk from `src` along next hops
-    /// is one of the equal-cost paths. For GPUs of different NVLink domains.
-    pub fn shortest_path_dag(
-        &mut self,
-        state: &LinkState,
-        src: NodeId,
-        dst: NodeId,
-    ) -> Result<Vec<(NodeId, Vec<LinkId>)>, RouteError> {
-        let topo = self.topo;
-        let dist = self.distances(state, dst);
-        let t = self.toward(state, src, dst, dist);
-        if t.cost(src).is_none() {
-            return Err(self.no_path(src, dst));
-        }
-        let mut order: Vec<(u32, NodeId)> = vec![(t.cost(src).unwrap_or(0), src)];
-        let mut seen = rustc_hash::FxHashSet::from_iter([src]);
-        let mut i = 0;
-        while i < order.len() {
-            let u = order[i].1;
-            for l in t.next_hops(u) {
-                let v = topo.link(l).dst;
-                if seen.insert(v) {
-                    order.push((t.cost(v).unwrap_or(0), v));
-                }
-            }
-            i += 1;
-        }
-        order.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-        Ok(order
-            .into_iter()
-            .map(|(_, u)| (u, t.next_hops(u)))
-            .collect())
-    }
-
-    /// Marks in `scope` (by link index) the links of [`Self::shortest_path_dag`] from `src`
-    /// to `dst`: the same search, in no order, with the next hops read where they lie (a
-    /// busiest-tier figure takes the links of a thousand pairs' DAGs and needs nothing else).
-    pub fn mark_dag_links(
-        &mut self,
-        state: &LinkState,
-        src: NodeId,
-        dst: NodeId,
-        scope: &mut [bool],
-    ) -> Result<(), RouteError> {
-        let dist = self.distances(state, dst);
-        let t = self.toward(state, src, dst, dist);
-        let Some(c) = t.cost(src) else {
-            return Err(self.no_path(src, dst));
-        };
-        let mut hops = Hops::default();
-        let mut seen = rustc_hash::FxHashSet::from_iter([src]);
-        let mut stack = vec![(src, c)];
-        while let Some((u, c)) = stack.pop() {
-            let found = t.next_hops_into(u, self.graph.switch_index[u.index()], c, &mut hops);
-            let pool = self.pool.borrow();
-            let (next, ends) = match found {
-                Found::InBuffer => (&hops.links[..], &hops.ends[..]),
-                Found::Pooled(at) => pool.list(at),
-            };
-            for (&l, end) in next.iter().zip(ends) {
-                scope[l.index()] = true;
-                if seen.insert(end.node) {
-                    stack.push((end.node, c - 1));
-                }
-            }
-        }
-        Ok(())
     }
 
     /// Up to `limit` equal-cost paths from `src` to `dst` (in link-id order), and how many

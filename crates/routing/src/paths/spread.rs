@@ -116,30 +116,28 @@ impl PathFinder<'_> {
         src: NodeId,
         dst: NodeId,
     ) -> Result<Route, RouteError> {
-        let dag = self.shortest_path_dag(state, src, dst)?;
-        let index: rustc_hash::FxHashMap<NodeId, usize> =
-            dag.iter().enumerate().map(|(i, (u, _))| (*u, i)).collect();
-        let mut to_dst = vec![0f64; dag.len()];
-        let mut latency_to_dst = vec![0u64; dag.len()];
-        for i in (0..dag.len()).rev() {
-            let (u, hops) = &dag[i];
-            if *u == dst {
+        let dag = self.dag(state, src, dst)?;
+        let n = dag.nodes.len();
+        let mut to_dst = vec![0f64; n];
+        let mut latency_to_dst = vec![0u64; n];
+        for i in (0..n).rev() {
+            if dag.nodes[i] == dst {
                 to_dst[i] = 1.0;
             }
-            for &l in hops {
-                let j = index[&self.topo.link(l).dst];
+            for &(l, j) in dag.hops(i) {
+                let j = j as usize;
                 to_dst[i] += to_dst[j];
                 latency_to_dst[i] =
                     latency_to_dst[i].max(latency_to_dst[j] + self.topo.link(l).latency.0);
             }
         }
         let total = to_dst[0];
-        let mut from_src = vec![0f64; dag.len()];
+        let mut from_src = vec![0f64; n];
         from_src[0] = 1.0;
         let mut links = Vec::new();
-        for (i, (_, hops)) in dag.iter().enumerate() {
-            for &l in hops {
-                let j = index[&self.topo.link(l).dst];
+        for i in 0..n {
+            for &(l, j) in dag.hops(i) {
+                let j = j as usize;
                 from_src[j] += from_src[i];
                 links.push((l, from_src[i] * to_dst[j] / total));
             }

@@ -114,22 +114,10 @@ impl Toward<'_> {
             .any(|&(_, e)| e.node == nic)
     }
 
-    /// The equal-cost next hops of `u`, in link-id order. Hosts never forward for others:
-    /// a switch hands traffic only to switches or to the destination's NICs.
-    pub fn next_hops(&self, u: NodeId) -> Vec<LinkId> {
-        let mut hops = Hops::default();
-        let Some(c) = self.cost(u) else {
-            return Vec::new();
-        };
-        match self.next_hops_into(u, self.graph.switch_index[u.index()], c, &mut hops) {
-            Found::InBuffer => hops.links,
-            Found::Pooled(at) => self.pool.borrow().list(at).0.to_vec(),
-        }
-    }
-
-    /// [`Self::next_hops`] of `u` (switch index `ui`, cost `c`: a walk knows it, one less
-    /// than the node before), into a reused buffer or found in the hop pool (the routing hot
-    /// path allocates and copies nothing).
+    /// The equal-cost next hops of `u` (switch index `ui`, cost `c`: a walk knows it, one less
+    /// than the node before), in link-id order, into a reused buffer or found in the hop pool
+    /// (the routing hot path allocates and copies nothing). Hosts never forward for others: a
+    /// switch hands traffic only to switches or to the destination's NICs.
     pub fn next_hops_into(&self, u: NodeId, ui: u32, c: u32, hops: &mut Hops) -> Found {
         hops.clear();
         if ui != NOT_A_SWITCH {
