@@ -5,7 +5,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use fabricsim_topology::{LinkId, NodeId};
 
-use super::toward::{Found, Hops};
+use super::toward::Hops;
 use super::PathFinder;
 use crate::link_state::LinkState;
 use crate::router::RouteError;
@@ -71,10 +71,7 @@ impl PathFinder<'_> {
             if let Some(c) = t.cost(u) {
                 let at = t.next_hops_into(u, self.graph.switch_index[u.index()], c, &mut buffer);
                 let pool = self.pool.borrow();
-                let (next, ends) = match at {
-                    Found::InBuffer => (&buffer.links[..], &buffer.ends[..]),
-                    Found::Pooled(at) => pool.list(at),
-                };
+                let (next, ends) = at.read(&buffer, &pool);
                 for (&l, end) in next.iter().zip(ends) {
                     let v = end.node;
                     let j = *place.entry(v).or_insert_with(|| {
@@ -134,10 +131,7 @@ impl PathFinder<'_> {
             let Some(c) = t.cost(u) else { continue };
             let found = t.next_hops_into(u, self.graph.switch_index[u.index()], c, &mut hops);
             let pool = self.pool.borrow();
-            let (next, ends) = match found {
-                Found::InBuffer => (&hops.links[..], &hops.ends[..]),
-                Found::Pooled(at) => pool.list(at),
-            };
+            let (next, ends) = found.read(&hops, &pool);
             for (&l, end) in next.iter().zip(ends) {
                 scope[l.index()] = true;
                 if seen.insert(end.node) {

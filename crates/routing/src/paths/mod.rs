@@ -412,10 +412,7 @@ impl<'t> PathFinder<'t> {
                 t.next_hops_into(u, ui, cost, hops)
             };
             let pool = self.pool.borrow();
-            let (next, ends) = match found {
-                Found::InBuffer => (&hops.links[..], &hops.ends[..]),
-                Found::Pooled(at) => pool.list(at),
-            };
+            let (next, ends) = found.read(hops, &pool);
             let i = match next.len() {
                 0 => break,
                 1 => 0,

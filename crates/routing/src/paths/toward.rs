@@ -43,6 +43,16 @@ pub(super) enum Found {
     Pooled(u32),
 }
 
+impl Found {
+    /// The next hops where they were left: in `buffer`, or in `pool`.
+    pub fn read<'a>(self, buffer: &'a Hops, pool: &'a HopPool) -> (&'a [LinkId], &'a [End]) {
+        match self {
+            Found::InBuffer => (&buffer.links, &buffer.ends),
+            Found::Pooled(at) => pool.list(at),
+        }
+    }
+}
+
 pub(super) struct Toward<'a> {
     pub topo: &'a Topology,
     pub state: &'a LinkState,
