@@ -530,14 +530,15 @@ impl<'t> Orchestrator<'t> {
             }
             OpKind::Recv { peer, tag, .. } => {
                 let m = job.p2p.mailbox(r, peer);
-                let slot = job.p2p.slot(m, tag);
+                let i = job.p2p.find(m, tag);
+                let slot = job.p2p.entry(m, i);
                 if slot.arrived > 0 {
                     // The data is already here.
                     slot.arrived -= 1;
-                    job.p2p.tidy(m, tag);
+                    job.p2p.tidy(m, i);
                     self.complete(j, r, op, t);
                 } else if let Some(id) = slot.inflight.pop_front() {
-                    job.p2p.tidy(m, tag);
+                    job.p2p.tidy(m, i);
                     self.transfers[id as usize].recv = Some((op, t));
                     job.ranks[r as usize].comm_began(t, CommScope::Pp);
                 } else {

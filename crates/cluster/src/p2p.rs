@@ -127,28 +127,34 @@ impl P2p {
         self.outbox[self.base[r as usize] + usize::from(slot)]
     }
 
-    /// The entry for `tag` in mailbox `m`, added if new.
-    pub(crate) fn slot(&mut self, m: usize, tag: u64) -> &mut P2pSlot {
+    /// Where the entry for `tag` lies in mailbox `m`, added if new. Searched from the newest:
+    /// a pipeline's mailbox holds the receives posted for the microbatches ahead, and a send
+    /// or receive nearly always meets the entry added last.
+    pub(crate) fn find(&mut self, m: usize, tag: u64) -> usize {
         let mailbox = &mut self.mailboxes[m];
-        let i = match mailbox.tags.iter().position(|&t| t == tag) {
-            Some(i) => i,
-            None => {
+        mailbox
+            .tags
+            .iter()
+            .rposition(|&t| t == tag)
+            .unwrap_or_else(|| {
                 mailbox.tags.push(tag);
                 mailbox.entries.push(P2pSlot {
                     tag,
                     ..P2pSlot::default()
                 });
                 mailbox.tags.len() - 1
-            }
-        };
-        &mut mailbox.entries[i]
+            })
     }
 
-    /// Drops mailbox `m`'s entry for `tag` if nothing is left in it.
-    pub(crate) fn tidy(&mut self, m: usize, tag: u64) {
+    /// Entry `i` of mailbox `m` (see [`Self::find`]).
+    pub(crate) fn entry(&mut self, m: usize, i: usize) -> &mut P2pSlot {
+        &mut self.mailboxes[m].entries[i]
+    }
+
+    /// Drops entry `i` of mailbox `m` if nothing is left in it; the last entry takes its place.
+    pub(crate) fn tidy(&mut self, m: usize, i: usize) {
         let mailbox = &mut self.mailboxes[m];
-        let i = mailbox.tags.iter().position(|&t| t == tag);
-        if let Some(i) = i.filter(|&i| mailbox.entries[i].is_empty()) {
+        if mailbox.entries[i].is_empty() {
             mailbox.tags.swap_remove(i);
             mailbox.entries.swap_remove(i);
         }

@@ -27,12 +27,13 @@ impl Orchestrator<'_> {
         // A receiver that never receives from this sender has no mailbox for it: the data
         // arrives and nobody waits for it.
         let recv = mailbox.and_then(|m| {
-            let slot = job.p2p.slot(m, key.2);
+            let i = job.p2p.find(m, key.2);
+            let slot = job.p2p.entry(m, i);
             let recv = slot.recvs.pop_front();
             if recv.is_none() {
                 slot.inflight.push_back(id);
             }
-            job.p2p.tidy(m, key.2);
+            job.p2p.tidy(m, i);
             recv
         });
         let receiver = recv.map(|_| key.1);
@@ -98,7 +99,8 @@ impl Orchestrator<'_> {
             }
             None => {
                 if let Some(m) = mailbox {
-                    let slot = job.p2p.slot(m, key.2);
+                    let i = job.p2p.find(m, key.2);
+                    let slot = job.p2p.entry(m, i);
                     slot.inflight.remove_item(&id);
                     slot.arrived += 1;
                 }
