@@ -378,12 +378,13 @@ impl Counters {
         }
     }
 
-    pub(super) fn set(&mut self, i: usize, n: usize) {
+    /// Sets counters `at` (a run of them side by side) to `n`.
+    pub(super) fn set(&mut self, at: std::ops::Range<usize>, n: usize) {
         match u16::try_from(n) {
-            Ok(n) if n < Self::MANY => self.small[i] = n,
+            Ok(n) if n < Self::MANY => self.small[at].fill(n),
             _ => {
-                self.small[i] = Self::MANY;
-                self.many.insert(i, n);
+                self.small[at.clone()].fill(Self::MANY);
+                self.many.extend(at.map(|i| (i, n)));
             }
         }
     }
@@ -480,17 +481,23 @@ impl JobState {
             start.push(total);
             total += prog.len() * sharing[p];
         }
-        let mut remaining = Counters::new(total);
         for (r, b) in w.ranks.iter().enumerate() {
-            if !active[r] {
+            if active[r] {
+                let p = b.program as usize;
+                counters[r] = (start[p] + counters[r].0, sharing[p]);
+            }
+        }
+        // An op's counters of the ranks sharing its program lie side by side and start at the
+        // same count: one run per op.
+        let mut remaining = Counters::new(total);
+        for (p, prog) in w.programs.iter().enumerate() {
+            let (start, ranks) = (start[p], sharing[p]);
+            if ranks == 0 {
                 continue;
             }
-            let p = b.program as usize;
-            let (offset, stride) = (start[p] + counters[r].0, sharing[p]);
-            counters[r] = (offset, stride);
-            let prog = &w.programs[p];
             for i in 0..prog.len() {
-                remaining.set(offset + i * stride, prog.deps(i as u32).len());
+                let at = start + i * ranks;
+                remaining.set(at..at + ranks, prog.deps(i as u32).len());
             }
         }
         let groups = w
@@ -630,13 +637,13 @@ mod tests {
 
     #[test]
     fn counters_release_at_zero_two_bytes_or_more() {
-        let mut c = Counters::new(3);
-        c.set(0, 2);
-        c.set(1, 70_000);
-        c.set(2, 65_535);
+        let mut c = Counters::new(5);
+        c.set(0..1, 2);
+        c.set(1..3, 70_000);
+        c.set(3..5, 65_535);
         assert!(!c.release(0));
         assert!(c.release(0) && !c.waiting(0));
-        for (i, n) in [(1, 70_000), (2, 65_535)] {
+        for (i, n) in [(1, 70_000), (2, 70_000), (3, 65_535), (4, 65_535)] {
             for _ in 1..n {
                 assert!(!c.release(i) && c.waiting(i));
             }
