@@ -471,9 +471,17 @@ impl<'t, E: Engine> Network<'t, E> {
         Ok((id, latency))
     }
 
-    /// The latency of `strand`'s path under the policy and the link state now.
+    /// The latency of `strand`'s path under the policy and the link state now (its routes
+    /// are not kept: no flow takes them).
     pub fn strand_latency(&mut self, strand: &Strand) -> Result<Nanos, NetworkError> {
-        Ok(self.route_strand(strand, &mut Vec::new())?)
+        let mut latency = 0;
+        for leg in &strand.legs {
+            latency += match leg {
+                Leg::Routed(key) => self.router.latency(&self.state, key)?.0,
+                Leg::Link(l) => self.topo.link(*l).latency.0,
+            };
+        }
+        Ok(Nanos(latency))
     }
 
     /// Appends `strand`'s links (weighted) to `links`; returns its latency.

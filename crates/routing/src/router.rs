@@ -138,6 +138,17 @@ pub trait RoutingPolicy {
     ) -> Result<Nanos, RouteError> {
         Ok(self.route(paths, state, key)?.append_to(out))
     }
+
+    /// The latency [`Self::route`] would give `key`, where its links are not needed. Policies
+    /// that can find it without the route override it.
+    fn latency(
+        &self,
+        paths: &mut PathFinder<'_>,
+        state: &LinkState,
+        key: &FlowKey,
+    ) -> Result<Nanos, RouteError> {
+        Ok(self.route(paths, state, key)?.latency())
+    }
 }
 
 /// ECMP, E-ECMP, pinning and spraying, with their hash seeds.
@@ -198,6 +209,18 @@ impl RoutingPolicy for HashedPolicy {
             &mut choose,
             out,
         )
+    }
+
+    fn latency(
+        &self,
+        paths: &mut PathFinder<'_>,
+        state: &LinkState,
+        key: &FlowKey,
+    ) -> Result<Nanos, RouteError> {
+        if self.policy == Policy::Spray {
+            return paths.spread_latency(state, key.src, key.dst);
+        }
+        Ok(self.route(paths, state, key)?.latency())
     }
 }
 
@@ -312,6 +335,15 @@ impl<'t> Router<'t> {
             return Ok(path.latency());
         }
         self.policy.route_into(&mut self.paths, state, key, out)
+    }
+
+    /// The latency of [`Self::route`]'s route for `key`, found without its links where the
+    /// policy can.
+    pub fn latency(&mut self, state: &LinkState, key: &FlowKey) -> Result<Nanos, RouteError> {
+        if let Some(path) = self.host_path(state, key)? {
+            return Ok(path.latency());
+        }
+        self.policy.latency(&mut self.paths, state, key)
     }
 
     /// [`Self::host_path`] as a route.

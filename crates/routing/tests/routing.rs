@@ -722,12 +722,14 @@ fn spreads_between_switches_kept_give_what_a_fresh_search_gives() {
     // A spray router keeps the part between switches of each spread between single-homed GPUs
     // (and takes the ways on and off alone under one switch); every spread must be, to the last
     // bit, what the equal-cost paths make of it: each link's share of the paths, the slowest
-    // path's latency. Before and after a link goes down and comes back.
+    // path's latency. Before and after a link goes down and comes back. The latency asked for
+    // alone (kept per pair of switches apart from the spreads) is the spread's.
     for (preset, topo) in small_fabrics() {
         let gpus = topo.gpus();
         let pairs = pairs_at(&topo, &[1, 7, 8, 9]);
         let mut state = LinkState::new(&topo);
         let mut kept = Router::new(&topo, Policy::Spray, HashConfig::default());
+        let mut alone = Router::new(&topo, Policy::Spray, HashConfig::default());
         let some_uplink = uplinks(&topo, topo.link(topo.out_links(gpus[0])[0]).dst)
             .first()
             .copied();
@@ -743,9 +745,12 @@ fn spreads_between_switches_kept_give_what_a_fresh_search_gives() {
             }
             for &(a, b) in &pairs {
                 let key = FlowKey::connection(a, b, 0, 0);
+                let alone_latency = alone.latency(&state, &key);
                 let Ok(Route::Spread { links, latency }) = kept.route(&state, &key) else {
                     continue;
                 };
+                assert_eq!(alone_latency, Ok(latency), "{preset} round {round}: alone");
+                assert_eq!(kept.latency(&state, &key), Ok(latency), "{preset}: kept");
                 let (paths, count) = kept.equal_cost_paths(&state, a, b, 1 << 16).unwrap();
                 assert_eq!(paths.len() as u64, count, "{preset}: every path listed");
                 let mut uses = std::collections::BTreeMap::new();

@@ -14,6 +14,7 @@ use rustc_hash::FxHashMap;
 
 use fabricsim_topology::{LinkId, Nanos, NodeId};
 
+use super::dag::Dag;
 use super::PathFinder;
 use crate::link_state::LinkState;
 use crate::router::{Route, RouteError};
@@ -26,11 +27,13 @@ struct Between {
 }
 
 /// The spreads between switches kept, by (source, destination) switch index, with their links
-/// in all (at most `MAX_LINKS`).
+/// in all (at most `MAX_LINKS`); and the latencies between switches of those asked for their
+/// latency alone (at most `MAX_LINKS` of them).
 #[derive(Default)]
 pub(super) struct SwitchSpreads {
     by_switches: FxHashMap<(u32, u32), Between>,
     links: usize,
+    latencies: FxHashMap<(u32, u32), u64>,
 }
 
 /// Links kept in all: 16 MiB.
@@ -40,7 +43,35 @@ impl SwitchSpreads {
     pub fn clear(&mut self) {
         self.by_switches.clear();
         self.links = 0;
+        self.latencies.clear();
     }
+
+    /// The latency between the switches of `key` (ns), of a spread or on its own.
+    fn latency(&self, key: (u32, u32)) -> Option<u64> {
+        self.by_switches
+            .get(&key)
+            .map(|between| between.latency)
+            .or_else(|| self.latencies.get(&key).copied())
+    }
+}
+
+/// Two GPUs' single-homed ends: their switches, and their ways on and off the fabric with
+/// each link's latency (ns). `None` unless both are single-homed, on different hosts, with
+/// every link up (where the spread between them is their switches' plus these).
+fn access(
+    a: &super::endpoint::Endpoint,
+    b: &super::endpoint::Endpoint,
+    state: &LinkState,
+) -> Option<((u32, u32), [(LinkId, u32); 4])> {
+    (a.single_homed() && b.single_homed() && a.host != b.host && state.all_up()).then(|| {
+        let access = [
+            (a.to_nic, a.to_nic_latency),
+            (a.port, a.port_latency),
+            (b.port.reverse(), b.port_latency),
+            (b.to_nic.reverse(), b.to_nic_latency),
+        ];
+        ((a.sw, b.sw), access)
+    })
 }
 
 impl PathFinder<'_> {
@@ -52,18 +83,9 @@ impl PathFinder<'_> {
         dst: NodeId,
     ) -> Result<Route, RouteError> {
         let (a, b) = (self.ends[src.index()], self.ends[dst.index()]);
-        let switches = (a.single_homed() && b.single_homed())
-            .then_some((a.sw, b.sw))
-            .filter(|_| a.host != b.host && state.all_up());
-        let Some(key) = switches else {
+        let Some((key, access)) = access(&a, &b, state) else {
             return self.spread_over_dag(state, src, dst);
         };
-        let access = [
-            (a.to_nic, a.to_nic_latency),
-            (a.port, a.port_latency),
-            (b.port.reverse(), b.port_latency),
-            (b.to_nic.reverse(), b.to_nic_latency),
-        ];
         let on_and_off: u64 = access.iter().map(|&(_, ns)| u64::from(ns)).sum();
         if key.0 == key.1 {
             // Under one switch: the way on and the way off are the only shortest path.
@@ -109,6 +131,51 @@ impl PathFinder<'_> {
         Ok(route)
     }
 
+    /// The latency of [`Self::spread`] (its slowest path's) without its links: between
+    /// single-homed GPUs, their ways on and off plus their switches' latency, found once per
+    /// pair of switches (a collective's network path latencies ask for hundreds of pairs of
+    /// hosts, whose spreads no flow takes).
+    pub fn spread_latency(
+        &mut self,
+        state: &LinkState,
+        src: NodeId,
+        dst: NodeId,
+    ) -> Result<Nanos, RouteError> {
+        let (a, b) = (self.ends[src.index()], self.ends[dst.index()]);
+        let Some((key, access)) = access(&a, &b, state) else {
+            let dag = self.dag(state, src, dst)?;
+            return Ok(Nanos(self.latencies_to_dst(&dag)[0]));
+        };
+        let on_and_off: u64 = access.iter().map(|&(_, ns)| u64::from(ns)).sum();
+        if key.0 == key.1 {
+            return Ok(Nanos(on_and_off));
+        }
+        self.sync_caches(state);
+        if let Some(between) = self.switch_spreads.latency(key) {
+            return Ok(Nanos(between + on_and_off));
+        }
+        let dag = self.dag(state, src, dst)?;
+        let latency = self.latencies_to_dst(&dag)[0];
+        let kept = &mut self.switch_spreads;
+        if kept.latencies.len() < MAX_LINKS {
+            kept.latencies
+                .insert(key, latency.saturating_sub(on_and_off));
+        }
+        Ok(Nanos(latency))
+    }
+
+    /// Per node of `dag` (by position), the latency of its slowest path to the destination.
+    fn latencies_to_dst(&self, dag: &Dag) -> Vec<u64> {
+        let mut latency_to_dst = vec![0u64; dag.nodes.len()];
+        for i in (0..dag.nodes.len()).rev() {
+            for &(l, j) in dag.hops(i) {
+                latency_to_dst[i] =
+                    latency_to_dst[i].max(latency_to_dst[j as usize] + self.topo.link(l).latency.0);
+            }
+        }
+        latency_to_dst
+    }
+
     /// [`Self::spread`] from the shortest-path DAG.
     fn spread_over_dag(
         &mut self,
@@ -119,18 +186,15 @@ impl PathFinder<'_> {
         let dag = self.dag(state, src, dst)?;
         let n = dag.nodes.len();
         let mut to_dst = vec![0f64; n];
-        let mut latency_to_dst = vec![0u64; n];
         for i in (0..n).rev() {
             if dag.nodes[i] == dst {
                 to_dst[i] = 1.0;
             }
-            for &(l, j) in dag.hops(i) {
-                let j = j as usize;
-                to_dst[i] += to_dst[j];
-                latency_to_dst[i] =
-                    latency_to_dst[i].max(latency_to_dst[j] + self.topo.link(l).latency.0);
+            for &(_, j) in dag.hops(i) {
+                to_dst[i] += to_dst[j as usize];
             }
         }
+        let latency = self.latencies_to_dst(&dag)[0];
         let total = to_dst[0];
         let mut from_src = vec![0f64; n];
         from_src[0] = 1.0;
@@ -145,7 +209,7 @@ impl PathFinder<'_> {
         links.sort_by_key(|&(l, _)| l);
         Ok(Route::Spread {
             links,
-            latency: Nanos(latency_to_dst[0]),
+            latency: Nanos(latency),
         })
     }
 }
