@@ -15,6 +15,7 @@ use rustc_hash::FxHashMap;
 use fabricsim_topology::{LinkId, Nanos, NodeId};
 
 use super::dag::Dag;
+use super::endpoint::Endpoint;
 use super::PathFinder;
 use crate::link_state::LinkState;
 use crate::router::{Route, RouteError};
@@ -55,23 +56,33 @@ impl SwitchSpreads {
     }
 }
 
-/// Two GPUs' single-homed ends: their switches, and their ways on and off the fabric with
-/// each link's latency (ns). `None` unless both are single-homed, on different hosts, with
-/// every link up (where the spread between them is their switches' plus these).
-fn access(
-    a: &super::endpoint::Endpoint,
-    b: &super::endpoint::Endpoint,
-    state: &LinkState,
-) -> Option<((u32, u32), [(LinkId, u32); 4])> {
-    (a.single_homed() && b.single_homed() && a.host != b.host && state.all_up()).then(|| {
-        let access = [
-            (a.to_nic, a.to_nic_latency),
-            (a.port, a.port_latency),
-            (b.port.reverse(), b.port_latency),
-            (b.to_nic.reverse(), b.to_nic_latency),
-        ];
-        ((a.sw, b.sw), access)
-    })
+/// Two single-homed GPUs on different hosts, every link up: their switches, and their ways on
+/// and off the fabric, each link with its latency (ns). The spread between them is their
+/// switches' plus these.
+struct Access {
+    switches: (u32, u32),
+    links: [(LinkId, u32); 4],
+}
+
+impl Access {
+    fn of(a: &Endpoint, b: &Endpoint, state: &LinkState) -> Option<Access> {
+        (a.single_homed() && b.single_homed() && a.host != b.host && state.all_up()).then(|| {
+            Access {
+                switches: (a.sw, b.sw),
+                links: [
+                    (a.to_nic, a.to_nic_latency),
+                    (a.port, a.port_latency),
+                    (b.port.reverse(), b.port_latency),
+                    (b.to_nic.reverse(), b.to_nic_latency),
+                ],
+            }
+        })
+    }
+
+    /// The ways on and off's latency (ns).
+    fn latency(&self) -> u64 {
+        self.links.iter().map(|&(_, ns)| u64::from(ns)).sum()
+    }
 }
 
 impl PathFinder<'_> {
@@ -83,10 +94,10 @@ impl PathFinder<'_> {
         dst: NodeId,
     ) -> Result<Route, RouteError> {
         let (a, b) = (self.ends[src.index()], self.ends[dst.index()]);
-        let Some((key, access)) = access(&a, &b, state) else {
+        let Some(ends) = Access::of(&a, &b, state) else {
             return self.spread_over_dag(state, src, dst);
         };
-        let on_and_off: u64 = access.iter().map(|&(_, ns)| u64::from(ns)).sum();
+        let (key, on_and_off, access) = (ends.switches, ends.latency(), ends.links);
         if key.0 == key.1 {
             // Under one switch: the way on and the way off are the only shortest path.
             let mut links: Vec<(LinkId, f64)> = access.iter().map(|&(l, _)| (l, 1.0)).collect();
@@ -142,11 +153,11 @@ impl PathFinder<'_> {
         dst: NodeId,
     ) -> Result<Nanos, RouteError> {
         let (a, b) = (self.ends[src.index()], self.ends[dst.index()]);
-        let Some((key, access)) = access(&a, &b, state) else {
+        let Some(access) = Access::of(&a, &b, state) else {
             let dag = self.dag(state, src, dst)?;
             return Ok(Nanos(self.latencies_to_dst(&dag)[0]));
         };
-        let on_and_off: u64 = access.iter().map(|&(_, ns)| u64::from(ns)).sum();
+        let (key, on_and_off) = (access.switches, access.latency());
         if key.0 == key.1 {
             return Ok(Nanos(on_and_off));
         }
