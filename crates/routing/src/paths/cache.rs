@@ -17,6 +17,8 @@ use crate::link_state::LinkState;
 pub(super) struct Distances {
     /// Per switch index: switch-to-switch links to an attachment switch, or `FAR`.
     pub dist: Vec<u16>,
+    /// The attachment switches (distance 0), by switch index, in order.
+    pub sources: Box<[u32]>,
     /// Per *wide* switch (more than `SCAN_DEGREE` switch neighbours), by its wide index: where
     /// its next hops start in the path finder's [`HopPool`], `NOT_YET` until first asked for,
     /// or `AT_DST` for an attachment switch. Empty until a first wide switch is asked for.
@@ -32,6 +34,7 @@ impl Distances {
     pub fn search(g: &Graph, state: &LinkState, sources: &[u32]) -> Distances {
         Distances {
             dist: levels(g, state, sources),
+            sources: sources.into(),
             hops: RefCell::default(),
         }
     }
@@ -48,6 +51,7 @@ impl Distances {
         }
         Distances {
             dist,
+            sources: sources.into(),
             hops: RefCell::default(),
         }
     }

@@ -220,6 +220,33 @@ impl Toward<'_> {
         }
     }
 
+    /// How many switch neighbours the attachment switches have in all.
+    fn sources_degree(&self) -> usize {
+        let sources = self.dist.sources.iter();
+        sources.map(|&s| self.graph.neighbours(s).len()).sum()
+    }
+
+    /// [`Self::closer_switches`] of a switch next to an attachment switch, found from the
+    /// attachment switches' side: a cluster switch over a hundred racks has one or two links
+    /// to the destination's, which has a few switch neighbours. In link-id order, as the scan
+    /// finds them; a link's latency is its cable's, the same both ways.
+    fn hops_to_sources(&self, ui: u32, hops: &mut Hops) {
+        let all_up = self.state.all_up();
+        for &s in self.dist.sources.iter() {
+            for n in self.graph.neighbours(s) {
+                // The adjacency holds `ui -> s`, the hop itself.
+                if n.sw == ui && (all_up || self.state.is_up(n.inbound)) {
+                    let end = End {
+                        node: self.graph.switch_nodes[s as usize],
+                        sw: s,
+                        latency: n.out_latency,
+                    };
+                    hops.insert_sorted(n.inbound, end);
+                }
+            }
+        }
+    }
+
     /// `next_hops` for a switch, over the compact switch adjacency; a wide switch's from the
     /// cache.
     fn switch_next_hops(&self, ui: u32, u: NodeId, hops: &mut Hops) -> Found {
@@ -243,7 +270,9 @@ impl Toward<'_> {
                 d => {
                     let mut list = std::mem::take(&mut pool.scratch);
                     list.clear();
-                    if d != FAR {
+                    if d == 1 && self.sources_degree() < self.graph.neighbours(ui).len() {
+                        self.hops_to_sources(ui, &mut list);
+                    } else if d != FAR {
                         self.closer_switches(ui, d, true, |l, e| list.push(l, e));
                     }
                     let at = pool.intern(&list.links, &list.ends);
@@ -280,6 +309,73 @@ impl Toward<'_> {
                     hops.insert_sorted(down, end);
                 }
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use fabricsim_topology::presets;
+
+    use super::*;
+    use crate::link_state::LinkCondition;
+    use crate::paths::PathFinder;
+
+    /// A switch next to the destination's finds from the destination's side the hops a scan
+    /// of its own neighbours finds, in the same order with the same ends: with every link up
+    /// and with one switch-to-switch cable in seven and one into the first GPU's switch down;
+    /// on fabrics whose cluster switches are wide, one of them with two cables to each rack
+    /// (one down, the other kept), and on one whose hosts are dual-homed.
+    #[test]
+    fn hops_found_from_the_attachment_switches_are_the_scans() {
+        for (preset, settings) in [
+            (
+                "meta-cluster",
+                [("zones", "2"), ("racks", "72"), ("ctsws", "16")],
+            ),
+            (
+                "meta-cluster",
+                [("zones", "2"), ("racks", "72"), ("ctsws", "8")],
+            ),
+            (
+                "hpn",
+                [
+                    ("segments", "2"),
+                    ("hosts_per_segment", "4"),
+                    ("dual_tor", "true"),
+                ],
+            ),
+        ] {
+            let settings = settings.map(|(k, v)| (k.to_string(), v.to_string()));
+            let topo = presets::build(preset, &settings).unwrap();
+            let mut paths = PathFinder::new(&topo);
+            let gpus = topo.gpus();
+            let mut down = LinkState::new(&topo);
+            let first = paths.distances(&down, gpus[0]);
+            let g = &paths.graph;
+            let s0 = paths.dist_sets[first].sources[0];
+            for s in (0..g.switch_count() as u32).step_by(7).chain([s0]) {
+                down.set_cable(g.neighbours(s)[0].inbound, LinkCondition::Down);
+            }
+            let mut compared = 0;
+            for state in [LinkState::new(&topo), down] {
+                for &dst in gpus.iter().step_by(gpus.len() / 24) {
+                    let i = paths.distances(&state, dst);
+                    let t = paths.toward(&state, gpus[0], dst, i);
+                    for ui in 0..paths.graph.switch_count() as u32 {
+                        if t.dist.dist[ui as usize] != 1 {
+                            continue;
+                        }
+                        let (mut found, mut scanned) = (Hops::default(), Hops::default());
+                        t.hops_to_sources(ui, &mut found);
+                        t.closer_switches(ui, 1, true, |l, e| scanned.push(l, e));
+                        assert_eq!(found.links, scanned.links, "{preset}: {dst:?} at {ui}");
+                        assert_eq!(found.ends, scanned.ends, "{preset}: {dst:?} at {ui}");
+                        compared += 1;
+                    }
+                }
+            }
+            assert!(compared > 100, "{preset}: switches compared: {compared}");
         }
     }
 }
