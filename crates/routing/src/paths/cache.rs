@@ -2,7 +2,8 @@
 //! distance and the next hops of the wide switches, and the pool those next hops are kept in.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+
+use rustc_hash::FxHashMap;
 
 use fabricsim_topology::LinkId;
 
@@ -115,7 +116,7 @@ pub(super) struct HopPool {
     ends: Vec<End>,
     /// Where a list is stored, by a hash of its links (a switch's next hops are its own out
     /// links, so a list's links name its switch: lists are found by content alone).
-    index: HashMap<u64, u32>,
+    index: FxHashMap<u64, u32>,
     /// A buffer for the list being found, kept so that finding one allocates nothing.
     pub scratch: Hops,
 }

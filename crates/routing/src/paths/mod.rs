@@ -29,6 +29,8 @@ mod toward;
 use std::cell::RefCell;
 use std::collections::HashMap;
 
+use rustc_hash::FxHashMap;
+
 use fabricsim_topology::{LinkId, Nanos, NodeId, NodeKind, Topology};
 
 use crate::link_state::LinkState;
@@ -60,10 +62,10 @@ pub struct PathFinder<'t> {
     /// Distances per set of attachment switches (shared by the GPUs of a rack); a node's
     /// index into them is in its [`Endpoint`]. Dropped when the link state changes.
     dist_sets: Vec<Distances>,
-    dist_index: HashMap<Vec<u32>, u32>,
+    dist_index: FxHashMap<Vec<u32>, u32>,
     /// Levels of the searches from sets of parents (see [`cache::parents`]), by the set: the
     /// sets of attachment switches with these parents take their distances from them.
-    parent_levels: HashMap<Vec<u32>, Vec<u16>>,
+    parent_levels: FxHashMap<Vec<u32>, Vec<u16>>,
     /// The switch-to-switch part of spreads between single-homed GPUs, by their switches.
     switch_spreads: SwitchSpreads,
     cache_version: u64,
@@ -146,8 +148,8 @@ impl<'t> PathFinder<'t> {
             ends,
             nv_ports,
             dist_sets: Vec::new(),
-            dist_index: HashMap::new(),
-            parent_levels: HashMap::new(),
+            dist_index: FxHashMap::default(),
+            parent_levels: FxHashMap::default(),
             switch_spreads: SwitchSpreads::default(),
             cache_version: 0,
         }
