@@ -28,7 +28,9 @@
 //! when the last byte arrives.
 //!
 //! The variables of all this are *cohorts* (`cohort.rs`): the flows on one path in flight, one
-//! variable weighted by their number, so that dense sharing costs per path, not per flow.
+//! variable weighted by their number, so that dense sharing costs per path, not per flow. And
+//! of two links that carry the same flows at every instant (a NIC's PCIe link and its port),
+//! a cohort crosses only one (`twins.rs`).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
@@ -44,9 +46,11 @@ mod component;
 mod in_place;
 mod link;
 mod membership;
+mod twins;
 
 use cohort::{path_key, path_slot, Cohort, Member, NO_COHORT, PATH_SLOTS};
 use link::{Link, Spill};
+use twins::{PathForm, Twins};
 
 /// Where a flow's links lie in the [`Incidence`] arena.
 #[derive(Clone, Copy)]
@@ -107,11 +111,18 @@ impl Incidence {
         (self.ids[span.ids + i], w)
     }
 
+    /// The links of `span`, and their weights unless all are 1.
+    fn slices(&self, span: Span) -> (&[u32], Option<&[f64]>) {
+        let len = span.len as usize;
+        let ids = &self.ids[span.ids..span.ids + len];
+        let weights =
+            (span.weights != UNWEIGHTED).then(|| &self.weights[span.weights..span.weights + len]);
+        (ids, weights)
+    }
+
     /// The links of `span`, each with its weight (one flow's).
     fn get(&self, span: Span) -> impl Iterator<Item = (u32, f64)> + '_ {
-        let ids = &self.ids[span.ids..span.ids + span.len as usize];
-        let weights = (span.weights != UNWEIGHTED)
-            .then(|| &self.weights[span.weights..span.weights + span.len as usize]);
+        let (ids, weights) = self.slices(span);
         ids.iter()
             .enumerate()
             .map(move |(i, &l)| (l, weights.map_or(1.0, |w| w[i])))
@@ -233,6 +244,10 @@ pub struct FlowEngine {
     in_place_entries: usize,
     /// Link accounting, filled from `link` when asked for.
     stats: LinkStats,
+    /// Twin links, solved as one (`twins.rs`).
+    twins: Twins,
+    /// Per link: its peak utilization before its capacity last changed (`close_peak`).
+    peak_before: Vec<f64>,
     solves: u64,
     solved_flows: u64,
 }
@@ -245,13 +260,18 @@ impl FlowEngine {
     /// An engine over `topo`'s links at their cabled capacities, at time 0.
     pub fn new(topo: &Topology) -> Self {
         let n = topo.link_count();
+        let twins = Twins::new(topo);
+        let mut link: Vec<Link> = topo
+            .links()
+            .iter()
+            .map(|l| Link::new(l.capacity.0 as f64))
+            .collect();
+        for pair in twins.pairs() {
+            link[pair.rep as usize].capacity = pair.solved_capacity();
+        }
         FlowEngine {
             now: Nanos(0),
-            link: topo
-                .links()
-                .iter()
-                .map(|l| Link::new(l.capacity.0 as f64))
-                .collect(),
+            link,
             cohorts: Vec::new(),
             members: Window::default(),
             paths: vec![(NO_COHORT, 0); PATH_SLOTS],
@@ -280,6 +300,8 @@ impl FlowEngine {
             dense: DenseScratch::default(),
             in_place_entries: in_place::IN_PLACE_ENTRIES,
             stats: LinkStats::new(n),
+            twins,
+            peak_before: vec![0.0; n],
             solves: 0,
             solved_flows: 0,
         }
@@ -290,6 +312,13 @@ impl FlowEngine {
     /// the tests check by solving everything in place).
     pub fn solve_in_place_above(&mut self, entries: usize) {
         self.in_place_entries = entries;
+    }
+
+    /// Solves every link on its own, twin links too (`twins.rs`), where they would be solved
+    /// as one: the same rates and link figures, for tests. Before the first flow.
+    pub fn keep_twins_apart(&mut self) {
+        debug_assert_eq!(self.flow_count(), 0, "before the first flow");
+        self.unfold_all();
     }
 
     /// How many component re-solves ran (for benchmarks and tests of incrementality).
@@ -307,13 +336,26 @@ impl FlowEngine {
     pub fn utilization_now(&mut self, out: &mut Vec<f64>) {
         self.solve_dirty();
         out.clear();
-        out.extend(self.link.iter().map(|l| {
-            if l.capacity > 0.0 {
-                l.load() / l.capacity
+        out.extend((0..self.link.len() as u32).map(|l| {
+            let (cell, capacity) = self.figured_as(l);
+            if capacity > 0.0 {
+                self.link[cell as usize].load() / capacity
             } else {
                 0.0
             }
         }));
+    }
+
+    /// Keeps a sorted copy of the links of cohort `b`, on `links` at `span`, if it has more
+    /// than `LONG_PATH` not in link order (see `entry_on`).
+    fn index_long_path(&mut self, b: u32, links: &[(LinkId, f64)], span: Span) {
+        if links.len() > LONG_PATH && !links.windows(2).all(|w| w[0].0 < w[1].0) {
+            let mut sorted: Vec<(u32, usize)> = (0..links.len())
+                .map(|i| (links[i].0 .0, span.ids + i))
+                .collect();
+            sorted.sort_unstable();
+            self.long_paths.insert(b, sorted.into_boxed_slice());
+        }
     }
 
     /// Flows submitted so far.
@@ -455,7 +497,8 @@ impl FlowEngine {
     }
 
     /// Puts member `m`, with `bytes` to send, on `links`: into the cohort of that path if one is
-    /// in flight, else into a new one.
+    /// in flight, else into a new one, its twin links folded (`twins.rs`). The table of paths
+    /// is keyed by the links as given, so that a path met again is found without folding it.
     fn place(&mut self, m: u32, links: &[(LinkId, f64)], cap: f64, latency: Nanos, bytes: f64) {
         let key = path_key(links, cap, latency);
         let slot = usize::from(path_slot(key));
@@ -471,16 +514,23 @@ impl FlowEngine {
             }
             return;
         }
+        let folded = match self.twins.fold(links) {
+            PathForm::Plain => None,
+            PathForm::Folded => Some(self.twins.take_folded()),
+            PathForm::Stray => {
+                self.unfold_all();
+                None
+            }
+        };
+        let path = folded.as_deref().unwrap_or(links);
         let b = self.cohorts.len() as u32;
-        let span = self.incidence.push(links);
-        if links.len() > LONG_PATH && !links.windows(2).all(|w| w[0].0 < w[1].0) {
-            let mut sorted: Vec<(u32, usize)> = (0..links.len())
-                .map(|i| (links[i].0 .0, span.ids + i))
-                .collect();
-            sorted.sort_unstable();
-            self.long_paths.insert(b, sorted.into_boxed_slice());
+        let span = self.incidence.push(path);
+        self.index_long_path(b, path, span);
+        self.cohorts
+            .push(Cohort::new(span, folded.is_some(), cap, latency, self.now));
+        if let Some(folded) = folded {
+            self.twins.give_back(folded);
         }
-        self.cohorts.push(Cohort::new(span, cap, latency, self.now));
         self.hot.push(FlowHot {
             rate: 0.0,
             mark: 0,
@@ -567,8 +617,28 @@ impl Engine for FlowEngine {
     }
 
     fn set_link_capacity(&mut self, link: LinkId, capacity: Bandwidth) {
-        self.link[link.index()].capacity = capacity.0 as f64;
-        self.dirty_links.push(link.0);
+        let (l, capacity) = (link.0, capacity.0 as f64);
+        self.close_peak(l);
+        let active = self.twins.active;
+        let solved = match self.twins.pair_mut(l) {
+            Some(p) if active => {
+                if p.rep == l {
+                    p.rep_capacity = capacity;
+                } else {
+                    p.shadow_capacity = capacity;
+                }
+                (p.rep, p.solved_capacity())
+            }
+            _ => (l, capacity),
+        };
+        // A shadow's own cell keeps its capacity too: paths too sparse in pairs to fold cross
+        // it (`twins.rs`), and their load there is bounded by it as by its representative's.
+        self.link[l as usize].capacity = capacity;
+        self.link[solved.0 as usize].capacity = solved.1;
+        self.dirty_links.push(solved.0);
+        if solved.0 != l {
+            self.dirty_links.push(l);
+        }
         self.structural = true;
     }
 
@@ -599,10 +669,15 @@ impl Engine for FlowEngine {
         if b == NO_COHORT {
             return Vec::new();
         }
-        self.incidence
-            .get(self.cohorts[b as usize].links)
-            .map(|(l, w)| (LinkId(l), w))
-            .collect()
+        let cohort = &self.cohorts[b as usize];
+        let links = self.incidence.get(cohort.links);
+        if cohort.folded {
+            let mut out = Vec::with_capacity(cohort.links.len as usize * 3 / 2);
+            self.twins.unfold(links, &mut out);
+            out
+        } else {
+            links.map(|(l, w)| (LinkId(l), w)).collect()
+        }
     }
 
     fn rate(&mut self, flow: FlowId) -> Bandwidth {
@@ -697,12 +772,16 @@ impl Engine for FlowEngine {
             if flow.carried > 0.0 {
                 for (l, w) in self.incidence.get(flow.links) {
                     self.stats.bytes[l as usize] += flow.carried * w;
+                    if let Some(p) = self.twins.shadow_of(l).filter(|_| flow.folded) {
+                        self.stats.bytes[p.shadow as usize] += flow.carried * w;
+                    }
                 }
             }
         }
-        for (l, link) in self.link.iter().enumerate() {
-            self.stats.busy[l] = Nanos(link.busy_until(self.now.0));
-            self.stats.peak_utilization[l] = link.peak;
+        for l in 0..self.link.len() as u32 {
+            let cell = &self.link[self.figured_as(l).0 as usize];
+            self.stats.busy[l as usize] = Nanos(cell.busy_until(self.now.0));
+            self.stats.peak_utilization[l as usize] = self.peak_utilization(l);
         }
         self.stats.elapsed = self.now;
         &self.stats

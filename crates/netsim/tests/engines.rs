@@ -553,11 +553,15 @@ proptest! {
         let policy = Policy::parse(Policy::NAMES[policy]).unwrap();
         let gpus = topo.gpus();
         let n = gpus.len() as u32;
-        // `in_place`: every component solved where it lies (`solve_in_place_above(0)`).
-        let run_once = |in_place: bool| {
+        // `in_place`: every component solved where it lies (`solve_in_place_above(0)`);
+        // `apart`: twin links solved each on its own (`keep_twins_apart`).
+        let run_once = |in_place: bool, apart: bool| {
             let mut engine = FlowEngine::new(&topo);
             if in_place {
                 engine.solve_in_place_above(0);
+            }
+            if apart {
+                engine.keep_twins_apart();
             }
             let mut net = Network::new(&topo, Router::new(&topo, policy, HashConfig { seed, polarized: false, functions: [None; 3], ..HashConfig::default() }), engine);
             let mut order: Vec<_> = flows.iter().filter(|f| f.0 % n != f.1 % n).collect();
@@ -581,14 +585,20 @@ proptest! {
                 net.advance(t, &mut done);
                 certify(&topo, &mut net)?;
             }
-            let carried: f64 = net.engine().link_stats().bytes.iter().sum();
+            let stats = net.engine().link_stats().clone();
+            let carried: f64 = stats.bytes.iter().sum();
             prop_assert!((carried - expected_link_bytes).abs() <= 1e-6 * expected_link_bytes + 1.0, "bytes {carried} vs {expected_link_bytes}");
             prop_assert_eq!(done.len(), order.len() * qps as usize);
-            Ok(done)
+            Ok((done, stats))
         };
-        let first = run_once(false)?;
-        prop_assert_eq!(&first, &run_once(false)?, "same inputs, same completions");
-        prop_assert_eq!(first, run_once(true)?, "solved in place, the same completions");
+        let first = run_once(false, false)?;
+        prop_assert_eq!(&first.0, &run_once(false, false)?.0, "same inputs, same completions");
+        prop_assert_eq!(&first.0, &run_once(true, false)?.0, "solved in place, the same completions");
+        let apart = run_once(false, true)?;
+        prop_assert_eq!(&first.0, &apart.0, "twins solved apart, the same completions");
+        prop_assert_eq!(&first.1.bytes, &apart.1.bytes, "and the same bytes on every link");
+        prop_assert_eq!(&first.1.busy, &apart.1.busy, "and busy times");
+        prop_assert_eq!(&first.1.peak_utilization, &apart.1.peak_utilization, "and peaks");
     }
 }
 

@@ -38,6 +38,8 @@ pub(super) struct Cohort {
     pub drain_at: u64,
     pub queued_at: u64,
     pub active: bool,
+    /// Whether its links leave out the shadows of twin links it crosses (`twins.rs`).
+    pub folded: bool,
     /// Its members by target; a member that left by a reroute is skipped when it surfaces.
     due: Targets,
 }
@@ -121,9 +123,10 @@ impl Cohort {
         self.due = Targets::default();
     }
 
-    pub fn new(links: Span, cap: f64, latency: Nanos, now: Nanos) -> Cohort {
+    pub fn new(links: Span, folded: bool, cap: f64, latency: Nanos, now: Nanos) -> Cohort {
         Cohort {
             links,
+            folded,
             cap,
             latency,
             members: 0,
@@ -190,12 +193,25 @@ pub(super) fn path_slot(key: u64) -> u16 {
 }
 
 impl FlowEngine {
-    /// Whether cohort `b` (in flight or retired) is exactly `links` under `cap` and `latency`.
-    pub(super) fn same_path(&self, b: u32, links: &[(LinkId, f64)], cap: f64, lat: Nanos) -> bool {
+    /// Whether cohort `b` (in flight or retired) is exactly `links` under `cap` and `latency`:
+    /// the same links, or (a folded cohort, while twins are folded) the same with the shadows
+    /// of its pairs left out.
+    pub(super) fn same_path(
+        &mut self,
+        b: u32,
+        links: &[(LinkId, f64)],
+        cap: f64,
+        lat: Nanos,
+    ) -> bool {
         let cohort = &self.cohorts[b as usize];
-        cohort.cap.to_bits() == cap.to_bits()
-            && cohort.latency == lat
-            && cohort.links.len as usize == links.len()
+        if cohort.cap.to_bits() != cap.to_bits() || cohort.latency != lat {
+            return false;
+        }
+        if cohort.folded {
+            let (ids, weights) = self.incidence.slices(cohort.links);
+            return self.twins.active && self.twins.folds_to(links, ids, weights);
+        }
+        cohort.links.len as usize == links.len()
             && self
                 .incidence
                 .get(cohort.links)

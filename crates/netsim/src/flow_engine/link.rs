@@ -16,7 +16,8 @@ pub(super) struct Link {
     load: f64,
     /// Total weight of the active flows crossing it.
     pub weight: f64,
-    /// The highest utilization (load / capacity) so far.
+    /// The highest load since the capacity last changed (utilization is figured from it when
+    /// asked for: a division per report, not per load change).
     pub peak: f64,
     /// Busy time (ns, time with load): the lengths of the busy spells that ended, less the
     /// start of the one under way if the link is busy (see `busy_until`). Wrapping.
@@ -35,6 +36,16 @@ impl Link {
         Link {
             capacity,
             ..Link::default()
+        }
+    }
+
+    /// A cell with this one's load, weight, peak and busy time, at `capacity`, listing
+    /// `flows`: a shadow link taking its representative's state (`twins.rs`).
+    pub fn twin(&self, capacity: f64, flows: FlowList) -> Link {
+        Link {
+            capacity,
+            flows,
+            ..*self
         }
     }
 
@@ -62,11 +73,9 @@ impl Link {
         }
     }
 
-    /// Raises the peak utilization to the load now (a link of no capacity has none).
+    /// Raises the peak load to the load now.
     pub fn note_peak(&mut self) {
-        if self.capacity > 0.0 {
-            self.peak = self.peak.max(self.load / self.capacity);
-        }
+        self.peak = self.peak.max(self.load);
     }
 
     /// Whether the load is at capacity, up to a relative `slack`.

@@ -18,18 +18,21 @@ impl FlowEngine {
             let w = w * k;
             let link = &mut self.link[l as usize];
             let saturated = link.saturated(TOLERANCE);
-            if rate.is_finite() {
-                link.set_load(now, (link.load() - w * rate).max(0.0));
-            }
             let pos = self.incidence.pos[span.ids + i];
             debug_assert_eq!(link.flows.as_slice(&self.spill)[pos as usize], f);
             let last = link.flows.len() as u32 - 1;
             let moved = link.flows.remove_at(pos, &mut self.spill);
-            link.weight = if link.flows.is_empty() {
-                0.0
+            // The last flow off a link leaves it idle: exactly no load, whatever the rounding
+            // of the sums of rates left (else a residue keeps it busy until its next flow).
+            if link.flows.is_empty() {
+                link.weight = 0.0;
+                link.set_load(now, 0.0);
             } else {
-                link.weight - w
-            };
+                link.weight -= w;
+                if rate.is_finite() {
+                    link.set_load(now, (link.load() - w * rate).max(0.0));
+                }
+            }
             if saturated {
                 self.dirty_links.push(l);
             }
