@@ -50,6 +50,7 @@ mod twins;
 
 use cohort::{path_key, path_slot, Cohort, Member, NO_COHORT, PATH_SLOTS};
 use link::{Link, Spill};
+use membership::LinkIndex;
 use twins::{PathForm, Twins};
 
 /// Where a flow's links lie in the [`Incidence`] arena.
@@ -173,7 +174,7 @@ impl Due {
     }
 }
 
-/// Paths longer than this are searched by link through a sorted copy (`entry_on`).
+/// Paths longer than this are searched by link through an index (`entry_on`).
 const LONG_PATH: usize = 32;
 
 /// No drain: a cohort at rate 0, or not solved yet.
@@ -199,9 +200,9 @@ pub struct FlowEngine {
     /// Each with the key's low 32 bits, so that a lookup reads a cohort only when the keys
     /// agree (most lookups of a run of distinct paths find another path's cohort).
     paths: Vec<(u32, u32)>,
-    /// The links of cohorts with more than `LONG_PATH` of them not in link order, sorted, each
-    /// with its entry in `incidence` (see `entry_on`); those in order (merged bundles) have none.
-    long_paths: HashMap<u32, Box<[(u32, usize)]>, rustc_hash::FxBuildHasher>,
+    /// The links of cohorts with more than `LONG_PATH` of them not in link order, indexed by
+    /// link (see `entry_on`); those in order (merged bundles) have none.
+    long_paths: HashMap<u32, LinkIndex, rustc_hash::FxBuildHasher>,
     incidence: Incidence,
     /// Per cohort: its rate per flow (bytes/s) and the epoch of the last component search that
     /// took it. Kept apart from `cohorts`, together, because the search reads both for every
@@ -346,15 +347,11 @@ impl FlowEngine {
         }));
     }
 
-    /// Keeps a sorted copy of the links of cohort `b`, on `links` at `span`, if it has more
-    /// than `LONG_PATH` not in link order (see `entry_on`).
-    fn index_long_path(&mut self, b: u32, links: &[(LinkId, f64)], span: Span) {
+    /// Indexes the links of cohort `b`, on `links`, if it has more than `LONG_PATH` not in
+    /// link order (see `entry_on`).
+    fn index_long_path(&mut self, b: u32, links: &[(LinkId, f64)]) {
         if links.len() > LONG_PATH && !links.windows(2).all(|w| w[0].0 < w[1].0) {
-            let mut sorted: Vec<(u32, usize)> = (0..links.len())
-                .map(|i| (links[i].0 .0, span.ids + i))
-                .collect();
-            sorted.sort_unstable();
-            self.long_paths.insert(b, sorted.into_boxed_slice());
+            self.long_paths.insert(b, LinkIndex::new(links));
         }
     }
 
@@ -525,7 +522,7 @@ impl FlowEngine {
         let path = folded.as_deref().unwrap_or(links);
         let b = self.cohorts.len() as u32;
         let span = self.incidence.push(path);
-        self.index_long_path(b, path, span);
+        self.index_long_path(b, path);
         self.cohorts
             .push(Cohort::new(span, folded.is_some(), cap, latency, self.now));
         if let Some(folded) = folded {

@@ -359,7 +359,7 @@ impl FlowEngine {
                 }
             }
             self.long_paths.remove(&f);
-            self.index_long_path(f, &links, span);
+            self.index_long_path(f, &links);
             let cohort = &mut self.cohorts[f as usize];
             (cohort.links, cohort.folded, cohort.bottleneck) = (span, false, 0);
         }
