@@ -180,6 +180,9 @@ impl Twins {
                 return PathForm::Stray;
             }
         }
+        if self.met.is_empty() {
+            return PathForm::Plain;
+        }
         if !self.whole() {
             return PathForm::Stray;
         }
@@ -351,7 +354,7 @@ impl FlowEngine {
             let mut from = old.ids;
             for (i, &(l, _)) in links.iter().enumerate() {
                 let at = span.ids + i;
-                if self.incidence.ids[from] == l.0 && from < old.ids + old.len as usize {
+                if from < old.ids + old.len as usize && self.incidence.ids[from] == l.0 {
                     self.incidence.pos[at] = self.incidence.pos[from];
                     from += 1;
                 } else {
