@@ -101,6 +101,8 @@ impl Twins {
     pub fn new(topo: &Topology) -> Twins {
         let mut pairs = Vec::new();
         let mut pair_of = vec![NONE; topo.link_count()];
+        let mut in_pair = vec![0u64; topo.link_count().div_ceil(64)];
+        let mut shadows = in_pair.clone();
         for v in topo.nodes() {
             let out = topo.out_links(v);
             if topo.kind(v) != NodeKind::Nic || out.len() != 2 {
@@ -116,6 +118,9 @@ impl Twins {
                 let p = pairs.len() as u32;
                 pair_of[rep.index()] = p;
                 pair_of[shadow.index()] = p | SHADOW;
+                set(&mut in_pair, rep.0);
+                set(&mut in_pair, shadow.0);
+                set(&mut shadows, shadow.0);
                 pairs.push(Pair {
                     rep: rep.0,
                     shadow: shadow.0,
@@ -124,16 +129,6 @@ impl Twins {
                     shadow_capacity: capacity(topo, shadow),
                 });
             }
-        }
-        let (mut in_pair, mut shadows) = (bits(&[]), bits(&[]));
-        if !pairs.is_empty() {
-            in_pair = bits(&pair_of.iter().map(|&p| p != NONE).collect::<Vec<_>>());
-            shadows = bits(
-                &pair_of
-                    .iter()
-                    .map(|&p| p != NONE && p & SHADOW != 0)
-                    .collect::<Vec<_>>(),
-            );
         }
         Twins {
             active: !pairs.is_empty(),
@@ -221,8 +216,8 @@ impl Twins {
                     continue;
                 }
             }
-            let v = weights.map_or(1.0, |ws| ws.get(i).copied().unwrap_or(f64::NAN));
-            if ids.get(i) != Some(&l.0) || v.to_bits() != w.to_bits() {
+            if ids.get(i) != Some(&l.0) || weights.map_or(1.0, |ws| ws[i]).to_bits() != w.to_bits()
+            {
                 return false;
             }
             i += 1;
@@ -319,7 +314,8 @@ impl FlowEngine {
     pub(super) fn close_peak(&mut self, l: u32) {
         let (cell, _) = self.figured_as(l);
         let twin = self.twins.pair_of(l).filter(|_| self.twins.active);
-        for m in twin.map_or([l, l], |p| [p.rep, p.shadow]) {
+        let (own, shadow) = twin.map_or((l, None), |p| (p.rep, Some(p.shadow)));
+        for m in std::iter::once(own).chain(shadow) {
             self.peak_before[m as usize] = self.peak_utilization(m);
         }
         self.link[cell as usize].peak = 0.0;
@@ -369,13 +365,8 @@ impl FlowEngine {
     }
 }
 
-/// A bitmap of `set`.
-fn bits(set: &[bool]) -> Vec<u64> {
-    let mut out = vec![0u64; set.len().div_ceil(64)];
-    for (i, _) in set.iter().enumerate().filter(|&(_, &b)| b) {
-        out[i / 64] |= 1 << (i % 64);
-    }
-    out
+fn set(bits: &mut [u64], l: u32) {
+    bits[l as usize / 64] |= 1 << (l % 64);
 }
 
 fn test(bits: &[u64], l: u32) -> bool {
