@@ -267,8 +267,8 @@ impl FlowEngine {
             .iter()
             .map(|l| Link::new(l.capacity.0 as f64))
             .collect();
-        for pair in twins.pairs() {
-            link[pair.rep as usize].capacity = pair.solved_capacity();
+        for c in twins.active_classes() {
+            link[c.rep as usize].capacity = twins.solved_capacity(c);
         }
         FlowEngine {
             now: Nanos(0),
@@ -319,7 +319,7 @@ impl FlowEngine {
     /// as one: the same rates and link figures, for tests. Before the first flow.
     pub fn keep_twins_apart(&mut self) {
         debug_assert_eq!(self.flow_count(), 0, "before the first flow");
-        self.unfold_all();
+        self.unfold_all(None);
     }
 
     /// How many component re-solves ran (for benchmarks and tests of incrementality).
@@ -511,20 +511,23 @@ impl FlowEngine {
             }
             return;
         }
-        let folded = match self.twins.fold(links) {
-            PathForm::Plain => None,
-            PathForm::Folded => Some(self.twins.take_folded()),
-            PathForm::Stray => {
-                self.unfold_all();
-                None
+        let folded = loop {
+            match self.twins.fold(links) {
+                PathForm::Plain => break None,
+                PathForm::Folded => break Some(self.twins.take_folded()),
+                // Its classes of that kind stop folding; it may fold by the others.
+                PathForm::Stray(kind) => self.unfold_all(Some(kind)),
             }
         };
         let path = folded.as_deref().unwrap_or(links);
         let b = self.cohorts.len() as u32;
         let span = self.incidence.push(path);
         self.index_long_path(b, path);
-        self.cohorts
-            .push(Cohort::new(span, folded.is_some(), cap, latency, self.now));
+        let mut cohort = Cohort::new(span, folded.is_some(), cap, latency, self.now);
+        if folded.is_some() && self.twins.worth_keeping(links.len()) {
+            cohort.given = Some(self.incidence.push(links));
+        }
+        self.cohorts.push(cohort);
         if let Some(folded) = folded {
             self.twins.give_back(folded);
         }
@@ -616,20 +619,13 @@ impl Engine for FlowEngine {
     fn set_link_capacity(&mut self, link: LinkId, capacity: Bandwidth) {
         let (l, capacity) = (link.0, capacity.0 as f64);
         self.close_peak(l);
-        let active = self.twins.active;
-        let solved = match self.twins.pair_mut(l) {
-            Some(p) if active => {
-                if p.rep == l {
-                    p.rep_capacity = capacity;
-                } else {
-                    p.shadow_capacity = capacity;
-                }
-                (p.rep, p.solved_capacity())
-            }
-            _ => (l, capacity),
-        };
-        // A shadow's own cell keeps its capacity too: paths too sparse in pairs to fold cross
-        // it (`twins.rs`), and their load there is bounded by it as by its representative's.
+        let solved = self
+            .twins
+            .set_capacity(l, capacity)
+            .unwrap_or((l, capacity));
+        // A shadow's own cell keeps its capacity too: paths too sparse in shadows to fold
+        // cross it (`twins.rs`), and their load there is bounded by it as by its
+        // representative's.
         self.link[l as usize].capacity = capacity;
         self.link[solved.0 as usize].capacity = solved.1;
         self.dirty_links.push(solved.0);
@@ -769,8 +765,12 @@ impl Engine for FlowEngine {
             if flow.carried > 0.0 {
                 for (l, w) in self.incidence.get(flow.links) {
                     self.stats.bytes[l as usize] += flow.carried * w;
-                    if let Some(p) = self.twins.shadow_of(l).filter(|_| flow.folded) {
-                        self.stats.bytes[p.shadow as usize] += flow.carried * w;
+                    if let Some(c) = self.twins.represented_by(l).filter(|_| flow.folded) {
+                        for &m in self.twins.members(c) {
+                            if m != l {
+                                self.stats.bytes[m as usize] += flow.carried * w;
+                            }
+                        }
                     }
                 }
             }

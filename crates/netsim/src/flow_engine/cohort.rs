@@ -22,6 +22,11 @@ use super::{FlowEngine, Span};
 /// The flows on one path: an engine variable.
 pub(super) struct Cohort {
     pub links: Span,
+    /// A folded cohort's path as it was given, with the shadows of its twin links (`twins.rs`),
+    /// where most of it is shadows: a path met again is then found by comparing it with this,
+    /// where a fold would look up each of its links. Others are compared with `links`, or
+    /// folded again.
+    pub given: Option<Span>,
     pub cap: f64,
     pub latency: Nanos,
     /// Its flows still sending: its weight on each link is this times theirs.
@@ -126,6 +131,7 @@ impl Cohort {
     pub fn new(links: Span, folded: bool, cap: f64, latency: Nanos, now: Nanos) -> Cohort {
         Cohort {
             links,
+            given: None,
             folded,
             cap,
             latency,
@@ -193,9 +199,8 @@ pub(super) fn path_slot(key: u64) -> u16 {
 }
 
 impl FlowEngine {
-    /// Whether cohort `b` (in flight or retired) is exactly `links` under `cap` and `latency`:
-    /// the same links, or (a folded cohort, while twins are folded) the same with the shadows
-    /// of its pairs left out.
+    /// Whether cohort `b` (in flight or retired) was given exactly `links` under `cap` and
+    /// `latency`.
     pub(super) fn same_path(
         &mut self,
         b: u32,
@@ -207,14 +212,18 @@ impl FlowEngine {
         if cohort.cap.to_bits() != cap.to_bits() || cohort.latency != lat {
             return false;
         }
-        if cohort.folded {
-            let (ids, weights) = self.incidence.slices(cohort.links);
-            return self.twins.active && self.twins.folds_to(links, ids, weights);
-        }
-        cohort.links.len as usize == links.len()
+        let span = match cohort.given {
+            Some(given) => given,
+            None if cohort.folded => {
+                let (ids, weights) = self.incidence.slices(cohort.links);
+                return self.twins.folds_to(links, ids, weights);
+            }
+            None => cohort.links,
+        };
+        span.len as usize == links.len()
             && self
                 .incidence
-                .get(cohort.links)
+                .get(span)
                 .zip(links)
                 .all(|((l, w), &(m, v))| l == m.0 && w.to_bits() == v.to_bits())
     }

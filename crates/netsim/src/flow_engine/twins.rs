@@ -1,192 +1,315 @@
-//! Twin links: two links that carry the same flows at every instant, solved as one.
+//! Twin links: links that carry the same flows with the same weights at every instant, solved
+//! as one.
 //!
-//! A NIC with one GPU and one port forwards every flow it receives: what comes up from its GPU
-//! goes on to its switch, and what comes down from the switch goes on to its GPU (hosts never
-//! forward for others, and no path turns back). So the GPU's PCIe link into the NIC and the
-//! NIC's port up carry the same flows with the same weights, and so do the port down and the
-//! PCIe link out. Of each such pair the engine keeps one link in the cohorts it solves, the
-//! *representative*, with the smaller of the two capacities (the one constraint that can bind),
-//! and leaves out the other, the *shadow*: its load, busy time and peak are the
-//! representative's, and its bytes are counted from the cohorts that fold it. Every path between
-//! GPUs crosses such a pair twice, so a third of a cross-rack path's links (a hashed ring's
-//! channel crosses hundreds) cost nothing in a solve, an arrival or a departure.
+//! Two kinds of such links are found in a fabric:
 //!
-//! A path folds when it crosses both links of every pair it touches, with the same weight, and
-//! shadows are at least an eighth of its links. One whose pairs are whole but few (a sprayed
-//! ring's thousands of links, 2 % of them in pairs) stays whole: its shadows are listed as
-//! links of their own, whose load is part of what their representatives carry, and reports
-//! still read the representatives. A path that crosses half a pair (only a hand-made link list
-//! can: the tests' random ones) would make a shadow's flows differ from its representative's,
-//! so the engine then unfolds every cohort in flight and solves every link on its own from
-//! then on (`FlowEngine::unfold_all`).
+//! - **Pairs at a NIC.** A NIC with one GPU and one port forwards every flow it receives: what
+//!   comes up from its GPU goes on to its switch, and what comes down from the switch goes on
+//!   to its GPU (hosts never forward for others, and no path turns back). So the GPU's PCIe
+//!   link into the NIC and the NIC's port up carry the same flows with the same weights, and so
+//!   do the port down and the PCIe link out. Every path between GPUs crosses two such pairs.
+//! - **Trunks of a switch.** A sprayed flow (and every flow of a symmetric run is one) spreads
+//!   evenly over the equal-cost next hops: a flow that leaves a rack switch upwards crosses
+//!   every one of its uplinks with the same weight, and one that comes down into a switch
+//!   crosses every link down into it. So a switch's links up to the tier above form a trunk,
+//!   and so do the links down into it from there (16 CTSW uplinks of a Meta RTSW, the 27
+//!   parallel cables of a CTSW to its ATSW). A sprayed path across AI Zones crosses 900 links,
+//!   which fold to 36.
+//!
+//! Of each class of twins the engine keeps one link in the cohorts it solves, the
+//! *representative*, with the smallest capacity of the class (the one constraint that can
+//! bind), and leaves out the others, the *shadows*: their load, busy time and peak are the
+//! representative's, and their bytes are counted from the cohorts that fold them. The rates and
+//! link figures are those of solving every link apart, to the last bit: the shadows' constraints
+//! are the representative's, over the same flows.
+//!
+//! A path folds when it crosses every link of each class it touches, each with the same weight,
+//! and its shadows are at least an eighth of its links. One whose classes are whole but few (a
+//! path with few pairs among many links) stays whole: its shadows are listed as links of their
+//! own, whose load is part of what their representatives carry, and reports still read the
+//! representatives. A path that crosses part of a class (a hashed path takes one uplink of
+//! sixteen; a failed uplink leaves a spray fifteen) would make a shadow's flows differ from its
+//! representative's, so the engine then unfolds every cohort and solves the links of that kind
+//! of class apart from then on (`FlowEngine::unfold_all`): trunks stop at the first hashed
+//! path, and the pairs go on folding.
 
 use fabricsim_topology::{LinkId, NodeKind, Topology};
 
 use super::FlowEngine;
 
-/// No pair.
+/// No class.
 const NONE: u32 = u32::MAX;
 
-/// One pair: the representative, solved, and the shadow, left out.
+/// [`Twins::class_of`] holds a link's class in its low bits, its place among the class's
+/// links above them, and a bit set on a shadow: one look-up per link of a path being folded.
+const SHADOW: u32 = 1 << 31;
+const PLACE_SHIFT: u32 = 25;
+const CLASS_BITS: u32 = (1 << PLACE_SHIFT) - 1;
+
+/// A class has at most this many links (the links of it a path crosses are a bit mask); a
+/// switch with more links up stays without a trunk.
+const MAX_MEMBERS: usize = 64;
+
+/// Which twins a class holds (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Kind {
+    Pair,
+    Trunk,
+}
+
+/// One class of twins: the representative, solved, and the shadows, left out.
 #[derive(Clone, Copy)]
-pub(super) struct Pair {
+pub(super) struct Class {
     pub rep: u32,
-    pub shadow: u32,
-    /// Whether the shadow comes first on a path (the PCIe link up into the NIC, before the
-    /// port up), so that a folded path is given back in its order.
-    pub shadow_first: bool,
-    /// Each link's own capacity (bytes/s); the representative's cell holds the smaller.
-    pub rep_capacity: f64,
-    pub shadow_capacity: f64,
+    pub kind: Kind,
+    /// Its links in [`Twins::members`] (the representative among them): a pair's in the order
+    /// a path crosses them, so that a folded path is given back in its order; a trunk's by id.
+    start: u32,
+    len: u32,
 }
 
-impl Pair {
-    /// The capacity the representative is solved at: the tighter of the two.
-    pub fn solved_capacity(&self) -> f64 {
-        self.rep_capacity.min(self.shadow_capacity)
-    }
-}
-
-/// The twin pairs of a topology and the scratch to fold paths.
+/// The twin classes of a topology and the scratch to fold paths.
 pub(super) struct Twins {
-    /// Whether paths are folded: until a path crosses half a pair (see the module docs), or
-    /// never where the engine was told not to.
-    pub active: bool,
-    pairs: Vec<Pair>,
-    /// Per link: its pair, with `SHADOW` set if it is the pair's shadow; or `NONE`.
-    pair_of: Vec<u32>,
-    /// Per link, a bit: whether it belongs to a pair, and whether it is a shadow. A fold reads
-    /// these for every link of a path (a sprayed ring crosses thousands, few of them in
-    /// pairs): 25 KB each on a 24K-GPU fabric, where `pair_of` takes 800 KB.
-    in_pair: Vec<u64>,
+    /// Per kind, whether paths are folded by its classes: until a path crosses part of one
+    /// (see the module docs), or never where the engine was told not to.
+    pairs_active: bool,
+    trunks_active: bool,
+    classes: Vec<Class>,
+    members: Vec<u32>,
+    /// Per member (as `members`), its own capacity (bytes/s).
+    capacity: Vec<f64>,
+    /// Per link: its class, its place in it and whether it is a shadow (see `SHADOW`); or
+    /// `NONE`.
+    class_of: Vec<u32>,
+    /// Per link, a bit: whether it belongs to a class whose kind folds, and whether it is a
+    /// shadow there. A fold reads these for every link of a path: 25 KB each on a 24K-GPU
+    /// fabric, where `class_of` takes 800 KB.
+    in_class: Vec<u64>,
     shadows: Vec<u64>,
-    /// Per pair: the fold that last met it on the path being folded, and the weights its
-    /// representative and its shadow had there (`UNSEEN` where not met).
+    /// Per class: the fold that last met it on the path being folded, the weight its links had
+    /// there, and which of its links were met.
     seen: Vec<Seen>,
     fold: u32,
-    /// The pairs the path being folded crosses.
+    /// The classes the path being folded crosses, and how many shadows it crosses.
     met: Vec<u32>,
+    met_shadows: usize,
     /// The folded path.
     folded: Vec<(LinkId, f64)>,
 }
 
-const SHADOW: u32 = 1 << 31;
-
 #[derive(Clone, Copy, Default)]
 struct Seen {
     fold: u32,
-    rep: u64,
-    shadow: u64,
+    weight: u64,
+    mask: u64,
 }
 
 /// A path folds when at least one of this many of its links is a shadow.
 const FOLD_SHARE: usize = 8;
 
-/// No weight met yet (not the bits of any weight a path has: a NaN's).
-const UNSEEN: u64 = u64::MAX;
-
 /// What [`Twins::fold`] made of a path.
 pub(super) enum PathForm {
-    /// It crosses no pair, or too few to fold (their pairs whole): solved as given.
+    /// It crosses no class, or too few shadows to fold (its classes whole): solved as given.
     Plain,
     /// Its shadows left out: the path is [`Twins::take_folded`].
     Folded,
-    /// It crosses half a pair, a pair's link twice, or a pair's links with different weights.
-    Stray,
+    /// It crosses part of a class of this kind, a link of one twice, or links of one with
+    /// different weights.
+    Stray(Kind),
 }
 
 impl Twins {
-    /// The pairs of `topo`: at every NIC with exactly two links out (one to its GPU, one to
-    /// its switch), each way through it.
+    /// The classes of `topo`: a pair at every NIC with exactly two links out (one to its GPU,
+    /// one to its switch), each way through it; a trunk of every switch's links up to switches
+    /// of a higher tier, and one of the links down into it from there, where there are two to
+    /// [`MAX_MEMBERS`].
     pub fn new(topo: &Topology) -> Twins {
-        let mut pairs = Vec::new();
-        let mut pair_of = vec![NONE; topo.link_count()];
-        let mut in_pair = vec![0u64; topo.link_count().div_ceil(64)];
-        let mut shadows = in_pair.clone();
-        for v in topo.nodes() {
-            let out = topo.out_links(v);
-            if topo.kind(v) != NodeKind::Nic || out.len() != 2 {
-                continue;
-            }
-            let (x, y) = (out[0], out[1]);
-            // In by one link, out by the other: (into v from x's far end, out towards y's).
-            for (into, on) in [(x.reverse(), y), (y.reverse(), x)] {
-                let (c_in, c_on) = (capacity(topo, into), capacity(topo, on));
-                // The smaller capacity is the one that can bind; on a tie, the lower id.
-                let into_is_rep = c_in < c_on || (c_in == c_on && into.0 < on.0);
-                let (rep, shadow) = if into_is_rep { (into, on) } else { (on, into) };
-                let p = pairs.len() as u32;
-                pair_of[rep.index()] = p;
-                pair_of[shadow.index()] = p | SHADOW;
-                set(&mut in_pair, rep.0);
-                set(&mut in_pair, shadow.0);
-                set(&mut shadows, shadow.0);
-                pairs.push(Pair {
-                    rep: rep.0,
-                    shadow: shadow.0,
-                    shadow_first: !into_is_rep,
-                    rep_capacity: capacity(topo, rep),
-                    shadow_capacity: capacity(topo, shadow),
-                });
-            }
-        }
-        Twins {
-            active: !pairs.is_empty(),
-            in_pair,
-            shadows,
-            seen: vec![Seen::default(); pairs.len()],
-            pairs,
-            pair_of,
+        let n = topo.link_count();
+        let mut twins = Twins {
+            pairs_active: false,
+            trunks_active: false,
+            classes: Vec::new(),
+            members: Vec::new(),
+            capacity: Vec::new(),
+            class_of: vec![NONE; n],
+            in_class: vec![0u64; n.div_ceil(64)],
+            shadows: vec![0u64; n.div_ceil(64)],
+            seen: Vec::new(),
             fold: 0,
             met: Vec::new(),
+            met_shadows: 0,
             folded: Vec::new(),
+        };
+        for v in topo.nodes() {
+            let out = topo.out_links(v);
+            match topo.kind(v) {
+                NodeKind::Nic if out.len() == 2 => {
+                    let (x, y) = (out[0], out[1]);
+                    // In by one link, out by the other: (into v from x's far end, out towards y's).
+                    for (into, on) in [(x.reverse(), y), (y.reverse(), x)] {
+                        twins.add(topo, Kind::Pair, &[into, on]);
+                    }
+                }
+                NodeKind::Switch(role) => {
+                    let mut up: Vec<LinkId> = out
+                        .iter()
+                        .copied()
+                        .filter(|&l| match topo.kind(topo.link(l).dst) {
+                            NodeKind::Switch(above) => above.tier > role.tier,
+                            _ => false,
+                        })
+                        .collect();
+                    if (2..=MAX_MEMBERS).contains(&up.len()) {
+                        up.sort_unstable();
+                        twins.add(topo, Kind::Trunk, &up);
+                        let mut down: Vec<LinkId> = up.iter().map(|l| l.reverse()).collect();
+                        down.sort_unstable();
+                        twins.add(topo, Kind::Trunk, &down);
+                    }
+                }
+                _ => {}
+            }
+        }
+        twins.seen = vec![Seen::default(); twins.classes.len()];
+        twins.pairs_active = twins.classes.iter().any(|c| c.kind == Kind::Pair);
+        twins.trunks_active = twins.classes.iter().any(|c| c.kind == Kind::Trunk);
+        twins
+    }
+
+    /// Adds a class of `links`; its representative is the one of least capacity (on a tie,
+    /// the lowest id). Past 2^25 classes (a fabric of 16 million NICs), links stay apart.
+    fn add(&mut self, topo: &Topology, kind: Kind, links: &[LinkId]) {
+        let c = self.classes.len() as u32;
+        if c > CLASS_BITS {
+            return;
+        }
+        let rep = links
+            .iter()
+            .copied()
+            .min_by(|&a, &b| {
+                capacity(topo, a)
+                    .total_cmp(&capacity(topo, b))
+                    .then(a.cmp(&b))
+            })
+            .expect("a class has links");
+        self.classes.push(Class {
+            rep: rep.0,
+            kind,
+            start: self.members.len() as u32,
+            len: links.len() as u32,
+        });
+        for (i, &l) in links.iter().enumerate() {
+            self.members.push(l.0);
+            self.capacity.push(capacity(topo, l));
+            let place = (i as u32) << PLACE_SHIFT;
+            self.class_of[l.index()] = if l == rep {
+                c | place
+            } else {
+                c | place | SHADOW
+            };
+            set(&mut self.in_class, l.0);
+            if l != rep {
+                set(&mut self.shadows, l.0);
+            }
         }
     }
 
-    pub fn pairs(&self) -> &[Pair] {
-        &self.pairs
+    /// Whether any kind of class folds paths.
+    pub fn active(&self) -> bool {
+        self.pairs_active || self.trunks_active
     }
 
-    /// The pair link `l` belongs to, if any.
-    pub fn pair_of(&self, l: u32) -> Option<&Pair> {
-        let p = *self.pair_of.get(l as usize).filter(|&&p| p != NONE)?;
-        Some(&self.pairs[(p & !SHADOW) as usize])
+    fn kind_active(&self, kind: Kind) -> bool {
+        match kind {
+            Kind::Pair => self.pairs_active,
+            Kind::Trunk => self.trunks_active,
+        }
     }
 
-    pub fn pair_mut(&mut self, l: u32) -> Option<&mut Pair> {
-        let p = *self.pair_of.get(l as usize).filter(|&&p| p != NONE)?;
-        Some(&mut self.pairs[(p & !SHADOW) as usize])
+    /// The classes whose kind folds paths.
+    pub fn active_classes(&self) -> impl Iterator<Item = &Class> {
+        self.classes.iter().filter(|c| self.kind_active(c.kind))
     }
 
-    /// The shadow solved as `l`, if `l` is a representative.
-    pub fn shadow_of(&self, l: u32) -> Option<&Pair> {
-        self.pair_of(l).filter(|p| p.rep == l)
+    /// The links of class `c`, the representative among them.
+    pub fn members(&self, c: &Class) -> &[u32] {
+        &self.members[c.start as usize..(c.start + c.len) as usize]
+    }
+
+    /// Link `l`'s own capacity, `l` being in class `c`.
+    pub fn own_capacity(&self, c: &Class, l: u32) -> f64 {
+        self.capacity[(c.start + place(self.class_of[l as usize])) as usize]
+    }
+
+    /// The capacity class `c`'s representative is solved at: the least of its links'.
+    pub fn solved_capacity(&self, c: &Class) -> f64 {
+        let own = &self.capacity[c.start as usize..(c.start + c.len) as usize];
+        own.iter().copied().fold(f64::INFINITY, f64::min)
+    }
+
+    /// The class link `l` belongs to, if its kind folds paths.
+    pub fn class_of(&self, l: u32) -> Option<&Class> {
+        if !test(&self.in_class, l) {
+            return None;
+        }
+        Some(&self.classes[(self.class_of[l as usize] & CLASS_BITS) as usize])
+    }
+
+    /// The class `l` represents, if `l` is a representative whose kind folds paths.
+    pub fn represented_by(&self, l: u32) -> Option<&Class> {
+        self.class_of(l).filter(|c| c.rep == l)
+    }
+
+    /// Link `l`'s own capacity becomes `capacity`: the representative and the capacity it is
+    /// now solved at, if `l` is in a class whose kind folds paths.
+    pub fn set_capacity(&mut self, l: u32, capacity: f64) -> Option<(u32, f64)> {
+        let c = *self.class_of(l)?;
+        self.capacity[(c.start + place(self.class_of[l as usize])) as usize] = capacity;
+        Some((c.rep, self.solved_capacity(&c)))
+    }
+
+    /// Paths stop folding by the classes of `kind`: their links lose their bits.
+    pub fn stop(&mut self, kind: Kind) {
+        match kind {
+            Kind::Pair => self.pairs_active = false,
+            Kind::Trunk => self.trunks_active = false,
+        }
+        for c in &self.classes {
+            if c.kind == kind {
+                for &l in &self.members[c.start as usize..(c.start + c.len) as usize] {
+                    clear(&mut self.in_class, l);
+                    clear(&mut self.shadows, l);
+                }
+            }
+        }
     }
 
     /// Folds `links` (see [`PathForm`]); a folded path is left for [`Self::take_folded`]. A pass
-    /// over the path, then one over the pairs it crosses, and one more to fold it.
+    /// over the path, then one over the classes it crosses, and one more to fold it.
     pub fn fold(&mut self, links: &[(LinkId, f64)]) -> PathForm {
-        if !self.active {
+        if !self.active() {
             return PathForm::Plain;
         }
         self.begin();
         for &(l, w) in links {
-            if test(&self.in_pair, l.0) && !self.meet(l.0, w) {
-                return PathForm::Stray;
+            if test(&self.in_class, l.0) {
+                if let Err(kind) = self.meet(l.0, w) {
+                    return PathForm::Stray(kind);
+                }
             }
         }
         if self.met.is_empty() {
             return PathForm::Plain;
         }
-        if !self.whole() {
-            return PathForm::Stray;
+        if let Err(kind) = self.whole() {
+            return PathForm::Stray(kind);
         }
         // Each shadow left out saves its link's update at every arrival, departure and solve
-        // of the cohort; each time the path is met again, it costs a look at every link (see
-        // `folds_to`). A path with few pairs among many links (a sprayed ring's: 2 % of its
-        // thousands) stays whole: its pairs are whole, so its shadows carry what their
+        // of the cohort; each time the path is met again, it costs a comparison with the path
+        // as given or a look at every link (see `Cohort::given`). A path with few shadows
+        // among many links stays whole: its classes are whole, so its shadows carry what their
         // representatives carry, and are solved as links of their own.
-        if self.met.len() * FOLD_SHARE < links.len() {
+        if self.met_shadows * FOLD_SHARE < links.len() {
             return PathForm::Plain;
         }
         self.folded.clear();
@@ -197,19 +320,22 @@ impl Twins {
     }
 
     /// Whether `links` fold to the stored path `ids` (with `weights`, or 1 on every link where
-    /// `None`): in one pass, with no copy, so that a path met again (a sprayed ring's thousands
-    /// of links, each iteration) costs no fold.
+    /// `None`): in one pass, with no copy, for a folded cohort that keeps no copy of its path
+    /// as given (see [`Self::worth_keeping`]).
     pub fn folds_to(
         &mut self,
         links: &[(LinkId, f64)],
         ids: &[u32],
         weights: Option<&[f64]>,
     ) -> bool {
+        if !self.active() {
+            return false;
+        }
         self.begin();
         let mut i = 0;
         for &(l, w) in links {
-            if test(&self.in_pair, l.0) {
-                if !self.meet(l.0, w) {
+            if test(&self.in_class, l.0) {
+                if self.meet(l.0, w).is_err() {
                     return false;
                 }
                 if test(&self.shadows, l.0) {
@@ -222,10 +348,18 @@ impl Twins {
             }
             i += 1;
         }
-        i == ids.len() && self.whole()
+        i == ids.len() && self.whole().is_ok()
     }
 
-    /// Starts a pass over a path: no pair met yet.
+    /// Whether a path of `given` links that the last [`Self::fold`] folded is worth keeping as
+    /// given, to be found again by a comparison rather than a fold: where shadows are most of
+    /// it (a sprayed path's trunks), folding it again costs a look-up per link; a hashed
+    /// path's few pairs cost less than the copy would take (50 MB in the 16K-GPU Llama 3 run).
+    pub fn worth_keeping(&self, given: usize) -> bool {
+        2 * self.met_shadows > given
+    }
+
+    /// Starts a pass over a path: no class met yet.
     fn begin(&mut self) {
         self.fold = self.fold.wrapping_add(1);
         if self.fold == 0 {
@@ -233,36 +367,42 @@ impl Twins {
             self.fold = 1;
         }
         self.met.clear();
+        self.met_shadows = 0;
     }
 
-    /// Link `l` of a pair is on the path at weight `w`; false if it was already.
-    fn meet(&mut self, l: u32, w: f64) -> bool {
-        let p = self.pair_of[l as usize];
-        let seen = &mut self.seen[(p & !SHADOW) as usize];
+    /// Link `l` of a class is on the path at weight `w`: the class's kind if it was already,
+    /// or its class's other links were at another weight.
+    fn meet(&mut self, l: u32, w: f64) -> Result<(), Kind> {
+        let x = self.class_of[l as usize];
+        let (c, shadow) = (x & CLASS_BITS, x & SHADOW != 0);
+        let seen = &mut self.seen[c as usize];
+        let bit = 1u64 << place(x);
         if seen.fold != self.fold {
             *seen = Seen {
                 fold: self.fold,
-                rep: UNSEEN,
-                shadow: UNSEEN,
+                weight: w.to_bits(),
+                mask: 0,
             };
-            self.met.push(p & !SHADOW);
+            self.met.push(c);
         }
-        let side = if p & SHADOW == 0 {
-            &mut seen.rep
-        } else {
-            &mut seen.shadow
-        };
-        let first = *side == UNSEEN;
-        *side = w.to_bits();
-        first
+        if seen.weight != w.to_bits() || seen.mask & bit != 0 {
+            return Err(self.classes[c as usize].kind);
+        }
+        seen.mask |= bit;
+        self.met_shadows += usize::from(shadow);
+        Ok(())
     }
 
-    /// Whether every pair met had both its links on the path, at the same weight.
-    fn whole(&self) -> bool {
-        self.met.iter().all(|&p| {
-            let seen = self.seen[p as usize];
-            seen.rep == seen.shadow
-        })
+    /// Whether every class met had all its links on the path (at one weight, as `meet` saw);
+    /// else the kind of one that did not.
+    fn whole(&self) -> Result<(), Kind> {
+        for &c in &self.met {
+            let class = self.classes[c as usize];
+            if self.seen[c as usize].mask.count_ones() != class.len {
+                return Err(class.kind);
+            }
+        }
+        Ok(())
     }
 
     /// The path the last [`Self::fold`] folded, to be given back after use.
@@ -274,26 +414,32 @@ impl Twins {
         self.folded = folded;
     }
 
-    /// A folded path given back whole: each shadow beside its representative, where the
-    /// path crosses it.
+    /// A folded path given back whole: each class's links where the path crosses its
+    /// representative, in link order if the folded path is (a merged bundle, a spray).
     pub fn unfold(&self, links: impl Iterator<Item = (u32, f64)>, out: &mut Vec<(LinkId, f64)>) {
+        let start = out.len();
+        let mut sorted = true;
+        let mut last = None;
         for (l, w) in links {
-            match self.shadow_of(l) {
-                Some(p) if p.shadow_first => out.extend([(LinkId(p.shadow), w), (LinkId(l), w)]),
-                Some(p) => out.extend([(LinkId(l), w), (LinkId(p.shadow), w)]),
+            sorted &= last.is_none_or(|m| m < l);
+            last = Some(l);
+            match self.represented_by(l) {
+                Some(c) => out.extend(self.members(c).iter().map(|&m| (LinkId(m), w))),
                 None => out.push((LinkId(l), w)),
             }
+        }
+        if sorted {
+            out[start..].sort_unstable_by_key(|&(l, _)| l);
         }
     }
 }
 
 impl FlowEngine {
     /// The link whose cell holds `l`'s load, busy time and peak (`l`'s own, or a shadow's
-    /// representative's while twins are solved as one), and `l`'s own capacity.
+    /// representative's while its class folds paths), and `l`'s own capacity.
     pub(super) fn figured_as(&self, l: u32) -> (u32, f64) {
-        match self.twins.pair_of(l).filter(|_| self.twins.active) {
-            Some(p) if p.rep == l => (l, p.rep_capacity),
-            Some(p) => (p.rep, p.shadow_capacity),
+        match self.twins.class_of(l) {
+            Some(c) => (c.rep, self.twins.own_capacity(c, l)),
             None => (l, self.link[l as usize].capacity),
         }
     }
@@ -310,51 +456,57 @@ impl FlowEngine {
     }
 
     /// Before link `l`'s capacity changes: its peak so far becomes a utilization, on the
-    /// capacity it had, and its peak load starts again (with its twin's, whose cell it is).
+    /// capacity it had, and its peak load starts again (with its twins', whose cell it is).
     pub(super) fn close_peak(&mut self, l: u32) {
         let (cell, _) = self.figured_as(l);
-        let twin = self.twins.pair_of(l).filter(|_| self.twins.active);
-        let (own, shadow) = twin.map_or((l, None), |p| (p.rep, Some(p.shadow)));
-        for m in std::iter::once(own).chain(shadow) {
+        let (start, len) = match self.twins.class_of(l) {
+            Some(c) => (c.start as usize, c.len as usize),
+            None => (0, 0),
+        };
+        if len == 0 {
+            self.peak_before[l as usize] = self.peak_utilization(l);
+        }
+        for i in start..start + len {
+            let m = self.twins.members[i];
             self.peak_before[m as usize] = self.peak_utilization(m);
         }
         self.link[cell as usize].peak = 0.0;
     }
 
-    /// Every cohort in flight takes its shadows back, and twin links are solved apart from now
-    /// on: a path crossed half a pair (`twins.rs`). Each shadow's cell takes its
-    /// representative's load, weight, busy time and peak, which were its own until now (the
-    /// cohorts listed on it, those of paths too sparse to fold, stay); the rates stay max-min,
-    /// since the constraints are the same.
-    pub(super) fn unfold_all(&mut self) {
-        if !self.twins.active {
+    /// Every cohort takes its shadows back, and the links of the classes of `kind` (of every
+    /// kind, for `None`) are solved apart from now on: a path crossed part of such a class
+    /// (`twins.rs`). Each shadow's cell takes its representative's load, weight, busy time and
+    /// peak, which were its own until now (the cohorts listed on it, those of paths too sparse
+    /// to fold, stay); the rates stay max-min, since the constraints are the same. The classes
+    /// of a kind that goes on folding keep their representatives at the class's capacity:
+    /// cohorts folded from now on leave their shadows out again.
+    pub(super) fn unfold_all(&mut self, kind: Option<Kind>) {
+        if !self.twins.active() {
             return;
-        }
-        self.twins.active = false;
-        for p in self.twins.pairs() {
-            let flows = self.link[p.shadow as usize].flows;
-            self.link[p.shadow as usize] = self.link[p.rep as usize].twin(p.shadow_capacity, flows);
-            self.link[p.rep as usize].capacity = p.rep_capacity;
         }
         let mut links = Vec::new();
         for f in 0..self.cohorts.len() as u32 {
             let cohort = &self.cohorts[f as usize];
-            if !(cohort.folded && cohort.active) {
+            if !cohort.folded {
                 continue;
             }
-            let old = cohort.links;
+            let (old, active) = (cohort.links, cohort.active);
             links.clear();
             self.twins.unfold(self.incidence.get(old), &mut links);
             let span = self.incidence.push(&links);
-            // The representatives keep their places in their links' lists; the shadows join.
-            let mut from = old.ids;
-            for (i, &(l, _)) in links.iter().enumerate() {
-                let at = span.ids + i;
-                if from < old.ids + old.len as usize && self.incidence.ids[from] == l.0 {
-                    self.incidence.pos[at] = self.incidence.pos[from];
-                    from += 1;
-                } else {
-                    self.incidence.pos[at] = self.link[l.index()].flows.push(f, &mut self.spill);
+            if active {
+                // The representatives keep their places in their links' lists; the shadows
+                // join.
+                let mut from = old.ids;
+                for (i, &(l, _)) in links.iter().enumerate() {
+                    let at = span.ids + i;
+                    if from < old.ids + old.len as usize && self.incidence.ids[from] == l.0 {
+                        self.incidence.pos[at] = self.incidence.pos[from];
+                        from += 1;
+                    } else {
+                        self.incidence.pos[at] =
+                            self.link[l.index()].flows.push(f, &mut self.spill);
+                    }
                 }
             }
             self.long_paths.remove(&f);
@@ -362,11 +514,38 @@ impl FlowEngine {
             let cohort = &mut self.cohorts[f as usize];
             (cohort.links, cohort.folded, cohort.bottleneck) = (span, false, 0);
         }
+        let stopping = |k: Kind| kind.is_none_or(|stop| stop == k);
+        for c in self.twins.active_classes() {
+            let rep = self.link[c.rep as usize];
+            for &m in self.twins.members(c) {
+                let own = self.twins.own_capacity(c, m);
+                if m != c.rep {
+                    let flows = self.link[m as usize].flows;
+                    self.link[m as usize] = rep.twin(own, flows);
+                } else if stopping(c.kind) {
+                    self.link[m as usize].capacity = own;
+                }
+            }
+        }
+        for k in [Kind::Pair, Kind::Trunk] {
+            if stopping(k) {
+                self.twins.stop(k);
+            }
+        }
     }
 }
 
 fn set(bits: &mut [u64], l: u32) {
     bits[l as usize / 64] |= 1 << (l % 64);
+}
+
+/// A link's place in its class, from its [`Twins::class_of`] entry.
+fn place(x: u32) -> u32 {
+    (x & !SHADOW) >> PLACE_SHIFT
+}
+
+fn clear(bits: &mut [u64], l: u32) {
+    bits[l as usize / 64] &= !(1 << (l % 64));
 }
 
 fn test(bits: &[u64], l: u32) -> bool {
@@ -384,26 +563,112 @@ mod tests {
 
     /// Two pairs at every NIC of a single-port fabric (each way through it), none in a
     /// dual-ToR one (a NIC with two ports forwards to either); the representative is never the
-    /// faster link.
+    /// faster link. A trunk of each rack switch's uplinks and one of the links down into it;
+    /// none at the top tier.
     #[test]
-    fn a_single_port_nic_makes_two_pairs_and_a_dual_port_one_none() {
+    fn pairs_at_single_port_nics_and_trunks_at_switches_with_links_up() {
         let topo = presets::build_with("meta-ai-zone", &[("racks", "2")]).unwrap();
-        let nics = topo
-            .nodes()
-            .filter(|&v| topo.kind(v) == NodeKind::Nic)
-            .count();
+        let count = |kind| {
+            topo.nodes()
+                .filter(|&v| match (kind, topo.kind(v)) {
+                    (Kind::Pair, NodeKind::Nic) => true,
+                    (Kind::Trunk, NodeKind::Switch(role)) => role.tier == 1,
+                    _ => false,
+                })
+                .count()
+        };
         let twins = Twins::new(&topo);
-        assert!(nics > 0 && twins.active);
-        assert_eq!(twins.pairs().len(), 2 * nics);
-        for p in twins.pairs() {
-            assert!(p.rep_capacity <= p.shadow_capacity);
-            let (rep, shadow) = (topo.link(LinkId(p.rep)), topo.link(LinkId(p.shadow)));
-            let nic = if p.shadow_first { shadow.dst } else { rep.dst };
-            assert_eq!(topo.kind(nic), NodeKind::Nic);
-            assert!(rep.src == nic || rep.dst == nic);
+        assert!(twins.pairs_active && twins.trunks_active);
+        let of = |kind| twins.classes.iter().filter(move |c| c.kind == kind);
+        assert_eq!(of(Kind::Pair).count(), 2 * count(Kind::Pair));
+        assert_eq!(of(Kind::Trunk).count(), 2 * count(Kind::Trunk));
+        for c in twins.classes.iter() {
+            let links = twins.members(c);
+            for &l in links {
+                assert!(twins.own_capacity(c, c.rep) <= twins.own_capacity(c, l));
+            }
+            match c.kind {
+                Kind::Pair => {
+                    let (a, b) = (topo.link(LinkId(links[0])), topo.link(LinkId(links[1])));
+                    assert_eq!(a.dst, b.src, "a pair is in path order");
+                    assert_eq!(topo.kind(a.dst), NodeKind::Nic);
+                }
+                Kind::Trunk => {
+                    assert_eq!(links.len(), 16);
+                    assert!(links.windows(2).all(|w| w[0] < w[1]));
+                    let ends = |l: &u32| {
+                        let x = topo.link(LinkId(*l));
+                        (topo.kind(x.src), topo.kind(x.dst))
+                    };
+                    let first = topo.link(LinkId(links[0]));
+                    let up = links.iter().all(|&l| topo.link(LinkId(l)).src == first.src);
+                    let down = links.iter().all(|&l| topo.link(LinkId(l)).dst == first.dst);
+                    assert!(
+                        up || down,
+                        "one switch's links up, or the links down into one"
+                    );
+                    assert!(matches!(
+                        ends(&links[0]),
+                        (NodeKind::Switch(_), NodeKind::Switch(_))
+                    ));
+                }
+            }
         }
         let hpn = presets::build_with("hpn", &[("segments", "2")]).unwrap();
         let twins = Twins::new(&hpn);
-        assert!(twins.pairs().is_empty() && !twins.active);
+        assert!(!twins.pairs_active);
+    }
+
+    /// A sprayed path across racks folds its NICs' pairs and its rack switches' trunks to one
+    /// link each; a hashed one crosses one uplink of sixteen, so the trunks stop folding, and
+    /// the same path then folds by its pairs alone.
+    #[test]
+    fn a_sprayed_path_folds_its_trunks_and_a_hashed_one_stops_them() {
+        use fabricsim_routing::{FlowKey, HashConfig, LinkState, Policy, Router};
+        let topo = presets::build_with("meta-ai-zone", &[("racks", "2")]).unwrap();
+        let state = LinkState::new(&topo);
+        let gpu = |name: &str| topo.node_by_name(name).unwrap();
+        let key = FlowKey::connection(gpu("host0/gpu0"), gpu("host2/gpu0"), 0, 0);
+        let path = |policy| {
+            let mut router = Router::new(&topo, policy, HashConfig::default());
+            router.route(&state, &key).unwrap().incidence()
+        };
+        let mut twins = Twins::new(&topo);
+        // GPU, NIC and rack switch each way, sixteen CTSWs between: 2 + 16 + 16 + 2 links.
+        let sprayed = path(Policy::Spray);
+        assert_eq!(sprayed.len(), 36);
+        assert!(matches!(twins.fold(&sprayed), PathForm::Folded));
+        let folded = twins.take_folded();
+        assert_eq!(folded.len(), 4, "a representative of each pair and trunk");
+        let mut back = Vec::new();
+        twins.unfold(folded.iter().map(|&(l, w)| (l.0, w)), &mut back);
+        assert_eq!(back, sprayed, "unfolded, the path as given");
+        twins.give_back(folded);
+
+        let hashed = path(Policy::Ecmp);
+        assert!(matches!(twins.fold(&hashed), PathForm::Stray(Kind::Trunk)));
+        twins.stop(Kind::Trunk);
+        assert!(matches!(twins.fold(&hashed), PathForm::Folded));
+        assert_eq!(
+            twins.take_folded().len(),
+            hashed.len() - 2,
+            "its two pairs' shadows out"
+        );
+        assert!(
+            matches!(twins.fold(&sprayed), PathForm::Plain),
+            "too few shadows now"
+        );
+
+        // Across AI Zones: 16 CTSWs up, each with 27 cables to its ATSW, and the same down.
+        let topo = presets::build_with("meta-cluster", &[("zones", "2")]).unwrap();
+        let state = LinkState::new(&topo);
+        let gpu = |name: &str| topo.node_by_name(name).unwrap();
+        let key = FlowKey::connection(gpu("host0/gpu0"), gpu("host384/gpu0"), 0, 0);
+        let mut router = Router::new(&topo, Policy::Spray, HashConfig::default());
+        let sprayed = router.route(&state, &key).unwrap().incidence();
+        assert_eq!(sprayed.len(), 2 + 16 + 16 * 27 + 16 * 27 + 16 + 2);
+        let mut twins = Twins::new(&topo);
+        assert!(matches!(twins.fold(&sprayed), PathForm::Folded));
+        assert_eq!(twins.take_folded().len(), 36);
     }
 }
