@@ -100,6 +100,8 @@ pub(super) struct Twins {
 #[derive(Clone, Copy, Default)]
 struct Seen {
     fold: u32,
+    /// The class's number of links (set once: `whole` reads it where `meet` just wrote).
+    len: u32,
     weight: u64,
     mask: u64,
 }
@@ -170,7 +172,14 @@ impl Twins {
                 _ => {}
             }
         }
-        twins.seen = vec![Seen::default(); twins.classes.len()];
+        twins.seen = twins
+            .classes
+            .iter()
+            .map(|c| Seen {
+                len: c.len,
+                ..Seen::default()
+            })
+            .collect();
         twins.pairs_active = twins.classes.iter().any(|c| c.kind == Kind::Pair);
         twins.trunks_active = twins.classes.iter().any(|c| c.kind == Kind::Trunk);
         twins
@@ -237,6 +246,7 @@ impl Twins {
     }
 
     /// Link `l`'s own capacity, `l` being in class `c`.
+    #[inline]
     pub fn own_capacity(&self, c: &Class, l: u32) -> f64 {
         self.capacity[(c.start + place(self.class_of[l as usize])) as usize]
     }
@@ -248,6 +258,7 @@ impl Twins {
     }
 
     /// The class link `l` belongs to, if its kind folds paths.
+    #[inline]
     pub fn class_of(&self, l: u32) -> Option<&Class> {
         if !test(&self.in_class, l) {
             return None;
@@ -372,6 +383,8 @@ impl Twins {
 
     /// Link `l` of a class is on the path at weight `w`: the class's kind if it was already,
     /// or its class's other links were at another weight.
+    // Once per link of a path met again (a hashed ring's hundreds): inlined into the loops.
+    #[inline(always)]
     fn meet(&mut self, l: u32, w: f64) -> Result<(), Kind> {
         let x = self.class_of[l as usize];
         let (c, shadow) = (x & CLASS_BITS, x & SHADOW != 0);
@@ -382,6 +395,7 @@ impl Twins {
                 fold: self.fold,
                 weight: w.to_bits(),
                 mask: 0,
+                ..*seen
             };
             self.met.push(c);
         }
@@ -397,9 +411,9 @@ impl Twins {
     /// else the kind of one that did not.
     fn whole(&self) -> Result<(), Kind> {
         for &c in &self.met {
-            let class = self.classes[c as usize];
-            if self.seen[c as usize].mask.count_ones() != class.len {
-                return Err(class.kind);
+            let seen = self.seen[c as usize];
+            if seen.mask.count_ones() != seen.len {
+                return Err(self.classes[c as usize].kind);
             }
         }
         Ok(())
@@ -437,6 +451,7 @@ impl Twins {
 impl FlowEngine {
     /// The link whose cell holds `l`'s load, busy time and peak (`l`'s own, or a shadow's
     /// representative's while its class folds paths), and `l`'s own capacity.
+    #[inline]
     pub(super) fn figured_as(&self, l: u32) -> (u32, f64) {
         match self.twins.class_of(l) {
             Some(c) => (c.rep, self.twins.own_capacity(c, l)),
@@ -459,6 +474,11 @@ impl FlowEngine {
     /// capacity it had, and its peak load starts again (with its twins', whose cell it is).
     pub(super) fn close_peak(&mut self, l: u32) {
         let (cell, _) = self.figured_as(l);
+        if self.link[cell as usize].peak == 0.0 {
+            // Nothing carried since the last change: every peak so far stands (a fabric's
+            // capacities set link by link before the first flow cost nothing per twin).
+            return;
+        }
         let (start, len) = match self.twins.class_of(l) {
             Some(c) => (c.start as usize, c.len as usize),
             None => (0, 0),
@@ -548,6 +568,7 @@ fn clear(bits: &mut [u64], l: u32) {
     bits[l as usize / 64] &= !(1 << (l % 64));
 }
 
+#[inline]
 fn test(bits: &[u64], l: u32) -> bool {
     bits[l as usize / 64] >> (l % 64) & 1 != 0
 }
