@@ -776,9 +776,9 @@ impl Engine for FlowEngine {
             }
         }
         for l in 0..self.link.len() as u32 {
-            let cell = &self.link[self.figured_as(l).0 as usize];
-            self.stats.busy[l as usize] = Nanos(cell.busy_until(self.now.0));
-            self.stats.peak_utilization[l as usize] = self.peak_utilization(l);
+            let (cell, capacity) = self.figured_as(l);
+            self.stats.busy[l as usize] = Nanos(self.link[cell as usize].busy_until(self.now.0));
+            self.stats.peak_utilization[l as usize] = self.peak_on(l, cell, capacity);
         }
         self.stats.elapsed = self.now;
         &self.stats

@@ -142,6 +142,7 @@ impl Twins {
             met_shadows: 0,
             folded: Vec::new(),
         };
+        let (mut up, mut down) = (Vec::new(), Vec::new());
         for v in topo.nodes() {
             let out = topo.out_links(v);
             match topo.kind(v) {
@@ -153,18 +154,16 @@ impl Twins {
                     }
                 }
                 NodeKind::Switch(role) => {
-                    let mut up: Vec<LinkId> = out
-                        .iter()
-                        .copied()
-                        .filter(|&l| match topo.kind(topo.link(l).dst) {
-                            NodeKind::Switch(above) => above.tier > role.tier,
-                            _ => false,
-                        })
-                        .collect();
+                    up.clear();
+                    up.extend(out.iter().copied().filter(|&l| {
+                        matches!(topo.kind(topo.link(l).dst),
+                            NodeKind::Switch(above) if above.tier > role.tier)
+                    }));
                     if (2..=MAX_MEMBERS).contains(&up.len()) {
                         up.sort_unstable();
                         twins.add(topo, Kind::Trunk, &up);
-                        let mut down: Vec<LinkId> = up.iter().map(|l| l.reverse()).collect();
+                        down.clear();
+                        down.extend(up.iter().map(|l| l.reverse()));
                         down.sort_unstable();
                         twins.add(topo, Kind::Trunk, &down);
                     }
@@ -192,24 +191,22 @@ impl Twins {
         if c > CLASS_BITS {
             return;
         }
-        let rep = links
-            .iter()
-            .copied()
-            .min_by(|&a, &b| {
-                capacity(topo, a)
-                    .total_cmp(&capacity(topo, b))
-                    .then(a.cmp(&b))
-            })
+        let start = self.members.len();
+        self.members.extend(links.iter().map(|l| l.0));
+        self.capacity
+            .extend(links.iter().map(|&l| topo.link(l).capacity.0 as f64));
+        let own = &self.capacity[start..];
+        let rep = (0..links.len())
+            .min_by(|&a, &b| own[a].total_cmp(&own[b]).then(links[a].cmp(&links[b])))
+            .map(|i| links[i])
             .expect("a class has links");
         self.classes.push(Class {
             rep: rep.0,
             kind,
-            start: self.members.len() as u32,
+            start: start as u32,
             len: links.len() as u32,
         });
         for (i, &l) in links.iter().enumerate() {
-            self.members.push(l.0);
-            self.capacity.push(capacity(topo, l));
             let place = (i as u32) << PLACE_SHIFT;
             self.class_of[l.index()] = if l == rep {
                 c | place
@@ -462,6 +459,11 @@ impl FlowEngine {
     /// Link `l`'s peak utilization so far.
     pub(super) fn peak_utilization(&self, l: u32) -> f64 {
         let (cell, capacity) = self.figured_as(l);
+        self.peak_on(l, cell, capacity)
+    }
+
+    /// [`Self::peak_utilization`] of `l`, figured as `cell` at `capacity`.
+    pub(super) fn peak_on(&self, l: u32, cell: u32, capacity: f64) -> f64 {
         let now = if capacity > 0.0 {
             self.link[cell as usize].peak / capacity
         } else {
@@ -571,10 +573,6 @@ fn clear(bits: &mut [u64], l: u32) {
 #[inline]
 fn test(bits: &[u64], l: u32) -> bool {
     bits[l as usize / 64] >> (l % 64) & 1 != 0
-}
-
-fn capacity(topo: &Topology, l: LinkId) -> f64 {
-    topo.link(l).capacity.0 as f64
 }
 
 #[cfg(test)]
