@@ -247,6 +247,8 @@ pub struct FlowEngine {
     stats: LinkStats,
     /// Twin links, solved as one (`twins.rs`).
     twins: Twins,
+    /// Folded cohorts' paths as given, where kept (`Cohort::given`).
+    given: Vec<Span>,
     /// Per link: its peak utilization before its capacity last changed (`close_peak`).
     peak_before: Vec<f64>,
     solves: u64,
@@ -302,6 +304,7 @@ impl FlowEngine {
             in_place_entries: in_place::IN_PLACE_ENTRIES,
             stats: LinkStats::new(n),
             twins,
+            given: Vec::new(),
             peak_before: vec![0.0; n],
             solves: 0,
             solved_flows: 0,
@@ -525,7 +528,8 @@ impl FlowEngine {
         self.index_long_path(b, path);
         let mut cohort = Cohort::new(span, folded.is_some(), cap, latency, self.now);
         if folded.is_some() && self.twins.worth_keeping(links.len()) {
-            cohort.given = Some(self.incidence.push(links));
+            cohort.given = self.given.len() as u32;
+            self.given.push(self.incidence.push(links));
         }
         self.cohorts.push(cohort);
         if let Some(folded) = folded {

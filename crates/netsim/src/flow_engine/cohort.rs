@@ -19,14 +19,12 @@ use fabricsim_topology::{LinkId, Nanos};
 
 use super::{FlowEngine, Span};
 
+/// [`Cohort::given`] of a cohort whose path as given is not kept.
+pub(super) const NOT_KEPT: u32 = u32::MAX;
+
 /// The flows on one path: an engine variable.
 pub(super) struct Cohort {
     pub links: Span,
-    /// A folded cohort's path as it was given, with the shadows of its twin links (`twins.rs`),
-    /// where most of it is shadows: a path met again is then found by comparing it with this,
-    /// where a fold would look up each of its links. Others are compared with `links`, or
-    /// folded again.
-    pub given: Option<Span>,
     pub cap: f64,
     pub latency: Nanos,
     /// Its flows still sending: its weight on each link is this times theirs.
@@ -45,6 +43,11 @@ pub(super) struct Cohort {
     pub active: bool,
     /// Whether its links leave out the shadows of twin links it crosses (`twins.rs`).
     pub folded: bool,
+    /// Where most of a folded cohort's path is shadows, its path as it was given, with them:
+    /// an index into the engine's `given` (else `NOT_KEPT`). A path met again is then found
+    /// by comparing it with this, where a fold would look up each of its links; others are
+    /// compared with `links`, or folded again.
+    pub given: u32,
     /// Its members by target; a member that left by a reroute is skipped when it surfaces.
     due: Targets,
 }
@@ -131,7 +134,7 @@ impl Cohort {
     pub fn new(links: Span, folded: bool, cap: f64, latency: Nanos, now: Nanos) -> Cohort {
         Cohort {
             links,
-            given: None,
+            given: NOT_KEPT,
             folded,
             cap,
             latency,
@@ -213,12 +216,12 @@ impl FlowEngine {
             return false;
         }
         let span = match cohort.given {
-            Some(given) => given,
-            None if cohort.folded => {
+            NOT_KEPT if cohort.folded => {
                 let (ids, weights) = self.incidence.slices(cohort.links);
                 return self.twins.folds_to(links, ids, weights);
             }
-            None => cohort.links,
+            NOT_KEPT => cohort.links,
+            given => self.given[given as usize],
         };
         span.len as usize == links.len()
             && self
