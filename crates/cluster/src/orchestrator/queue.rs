@@ -4,8 +4,9 @@
 //! them at 53 thousand instants, since the ranks that stand for a server's orbits, and the
 //! stages of a pipeline, finish their kernels in step. A heap of every event paid a sift of
 //! its whole depth per event; here an instant costs one entry in a heap of instants, and its
-//! events a hash lookup each and one sort of their bucket. Events pop in the order the heap
-//! gave them, the [`Event`]'s whole key: by time, then kind, job or 0, rank or instance.
+//! events a hash look-up each (none for a run of pushes to one instant) and one sort of their
+//! bucket. Events pop in the order the heap gave them, the [`Event`]'s whole key: by time,
+//! then kind, job or 0, rank or instance.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -19,11 +20,14 @@ pub(super) struct EventQueue {
     /// The instant being drained and the low words of its events left, least last.
     now: u64,
     current: Vec<u64>,
-    /// Later instants' events, unordered in their buckets, and the instants in a heap.
-    later: FxHashMap<u64, Vec<u64>>,
+    /// Later instants' events, unordered in their buckets (by slot in `buckets`), and the
+    /// instants in a heap. The last instant pushed to keeps its slot at hand: the ranks that
+    /// finish in step push to one instant after another, with no hash look-up.
+    later: FxHashMap<u64, u32>,
+    buckets: Vec<Vec<u64>>,
+    free: Vec<u32>,
+    last: Option<(u64, u32)>,
     instants: BinaryHeap<Reverse<u64>>,
-    /// Emptied buckets, reused.
-    spare: Vec<Vec<u64>>,
 }
 
 impl EventQueue {
@@ -39,14 +43,23 @@ impl EventQueue {
             self.current.is_empty() || t > self.now,
             "no event in the past"
         );
-        let (spare, instants) = (&mut self.spare, &mut self.instants);
-        self.later
-            .entry(t)
-            .or_insert_with(|| {
-                instants.push(Reverse(t));
-                spare.pop().unwrap_or_default()
-            })
-            .push(low);
+        let slot = match self.last {
+            Some((at, slot)) if at == t => slot,
+            _ => {
+                let (buckets, free, instants) =
+                    (&mut self.buckets, &mut self.free, &mut self.instants);
+                let slot = *self.later.entry(t).or_insert_with(|| {
+                    instants.push(Reverse(t));
+                    free.pop().unwrap_or_else(|| {
+                        buckets.push(Vec::new());
+                        buckets.len() as u32 - 1
+                    })
+                });
+                self.last = Some((t, slot));
+                slot
+            }
+        };
+        self.buckets[slot as usize].push(low);
     }
 
     /// The time of the next event.
@@ -65,12 +78,16 @@ impl EventQueue {
                 return None;
             }
             self.instants.pop();
-            let mut bucket = self.later.remove(&t).expect("an instant has its bucket");
-            bucket.sort_unstable_by(|a, b| b.cmp(a));
-            let drained = std::mem::replace(&mut self.current, bucket);
-            if drained.capacity() > 0 {
-                self.spare.push(drained);
+            let slot = self.later.remove(&t).expect("an instant has its bucket");
+            if self.last.is_some_and(|(at, _)| at == t) {
+                self.last = None;
             }
+            // The drained bucket's memory goes back to the slot, for a later instant.
+            let bucket = &mut self.buckets[slot as usize];
+            bucket.sort_unstable_by(|a, b| b.cmp(a));
+            std::mem::swap(&mut self.current, bucket);
+            bucket.clear();
+            self.free.push(slot);
             self.now = t;
         }
         if self.now != t {

@@ -109,9 +109,13 @@ impl RankState {
         if self.compute.busy {
             self.compute_ns += dt;
         } else {
-            // Shared equally by the scopes in flight, the remainder to the first.
+            // Shared equally by the scopes in flight, the remainder to the first (one scope,
+            // the common case, takes it all without a division).
             let active = self.comm_active.iter().filter(|&&c| c > 0).count() as u64;
-            if active > 0 {
+            if active == 1 {
+                let i = self.comm_active.iter().position(|&c| c > 0).unwrap_or(0);
+                self.exposed_ns[i] += dt;
+            } else if active > 0 {
                 let mut rest = dt % active;
                 for (i, &c) in self.comm_active.iter().enumerate() {
                     if c > 0 {
