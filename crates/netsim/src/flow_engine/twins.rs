@@ -29,9 +29,9 @@
 //! own, whose load is part of what their representatives carry, and reports still read the
 //! representatives. A path that crosses part of a class (a hashed path takes one uplink of
 //! sixteen; a failed uplink leaves a spray fifteen) would make a shadow's flows differ from its
-//! representative's, so the engine then unfolds every cohort and solves the links of that kind
-//! of class apart from then on (`FlowEngine::unfold_all`): trunks stop at the first hashed
-//! path, and the pairs go on folding.
+//! representative's, so the engine then gives every cohort back the shadows of that kind of
+//! class and solves them apart from then on (`FlowEngine::unfold_all`): trunks stop at the
+//! first hashed path, and the pairs stay folded as they were.
 
 use fabricsim_topology::{LinkId, NodeKind, Topology};
 
@@ -225,7 +225,7 @@ impl Twins {
         self.pairs_active || self.trunks_active
     }
 
-    fn kind_active(&self, kind: Kind) -> bool {
+    pub fn kind_active(&self, kind: Kind) -> bool {
         match kind {
             Kind::Pair => self.pairs_active,
             Kind::Trunk => self.trunks_active,
@@ -428,13 +428,25 @@ impl Twins {
     /// A folded path given back whole: each class's links where the path crosses its
     /// representative, in link order if the folded path is (a merged bundle, a spray).
     pub fn unfold(&self, links: impl Iterator<Item = (u32, f64)>, out: &mut Vec<(LinkId, f64)>) {
+        self.unfold_kind(links, None, out);
+    }
+
+    /// [`Self::unfold`], of the classes of `kind` only (every kind, for `None`): the others
+    /// stay folded.
+    fn unfold_kind(
+        &self,
+        links: impl Iterator<Item = (u32, f64)>,
+        kind: Option<Kind>,
+        out: &mut Vec<(LinkId, f64)>,
+    ) {
         let start = out.len();
         let mut sorted = true;
         let mut last = None;
         for (l, w) in links {
             sorted &= last.is_none_or(|m| m < l);
             last = Some(l);
-            match self.represented_by(l) {
+            let class = self.represented_by(l);
+            match class.filter(|c| kind.is_none_or(|k| k == c.kind)) {
                 Some(c) => out.extend(self.members(c).iter().map(|&m| (LinkId(m), w))),
                 None => out.push((LinkId(l), w)),
             }
@@ -495,17 +507,21 @@ impl FlowEngine {
         self.link[cell as usize].peak = 0.0;
     }
 
-    /// Every cohort takes its shadows back, and the links of the classes of `kind` (of every
-    /// kind, for `None`) are solved apart from now on: a path crossed part of such a class
-    /// (`twins.rs`). Each shadow's cell takes its representative's load, weight, busy time and
-    /// peak, which were its own until now (the cohorts listed on it, those of paths too sparse
-    /// to fold, stay); the rates stay max-min, since the constraints are the same. The classes
-    /// of a kind that goes on folding keep their representatives at the class's capacity:
-    /// cohorts folded from now on leave their shadows out again.
+    /// The links of the classes of `kind` (of every kind, for `None`) are solved apart from
+    /// now on: a path crossed part of such a class (`twins.rs`). Every folded cohort takes
+    /// those classes' shadows back, and keeps the other kinds' folded: a hashed path that stops
+    /// the trunks leaves the pairs as they were. Each shadow taken back has its cell take its
+    /// representative's load, weight, busy time and peak, which were its own until now (the
+    /// cohorts listed on it, those of paths too sparse to fold, stay); the rates stay max-min,
+    /// since the constraints are the same.
     pub(super) fn unfold_all(&mut self, kind: Option<Kind>) {
         if !self.twins.active() {
             return;
         }
+        let stopping = |k: Kind| kind.is_none_or(|stop| stop == k);
+        let still_folds = [Kind::Pair, Kind::Trunk]
+            .into_iter()
+            .any(|k| !stopping(k) && self.twins.kind_active(k));
         let mut links = Vec::new();
         for f in 0..self.cohorts.len() as u32 {
             let cohort = &self.cohorts[f as usize];
@@ -514,7 +530,8 @@ impl FlowEngine {
             }
             let (old, active) = (cohort.links, cohort.active);
             links.clear();
-            self.twins.unfold(self.incidence.get(old), &mut links);
+            self.twins
+                .unfold_kind(self.incidence.get(old), kind, &mut links);
             let span = self.incidence.push(&links);
             if active {
                 // The representatives keep their places in their links' lists; the shadows
@@ -534,18 +551,17 @@ impl FlowEngine {
             self.long_paths.remove(&f);
             self.index_long_path(f, &links);
             let cohort = &mut self.cohorts[f as usize];
-            (cohort.links, cohort.folded, cohort.bottleneck) = (span, false, 0);
+            (cohort.links, cohort.folded, cohort.bottleneck) = (span, still_folds, 0);
         }
-        let stopping = |k: Kind| kind.is_none_or(|stop| stop == k);
-        for c in self.twins.active_classes() {
+        for c in self.twins.active_classes().filter(|c| stopping(c.kind)) {
             let rep = self.link[c.rep as usize];
             for &m in self.twins.members(c) {
                 let own = self.twins.own_capacity(c, m);
-                if m != c.rep {
+                if m == c.rep {
+                    self.link[m as usize].capacity = own;
+                } else {
                     let flows = self.link[m as usize].flows;
                     self.link[m as usize] = rep.twin(own, flows);
-                } else if stopping(c.kind) {
-                    self.link[m as usize].capacity = own;
                 }
             }
         }
