@@ -29,8 +29,9 @@
 //!
 //! The variables of all this are *cohorts* (`cohort.rs`): the flows on one path in flight, one
 //! variable weighted by their number, so that dense sharing costs per path, not per flow. And
-//! of two links that carry the same flows at every instant (a NIC's PCIe link and its port),
-//! a cohort crosses only one (`twins.rs`).
+//! of links that carry the same flows at every instant (a NIC's PCIe link and its port; under
+//! spraying, a switch's links up and the links down into it), a cohort crosses only one
+//! (`twins.rs`).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};

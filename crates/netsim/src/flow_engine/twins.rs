@@ -68,6 +68,13 @@ pub(super) struct Class {
     len: u32,
 }
 
+impl Class {
+    /// Where its links lie in [`Twins::members`] (and their capacities in `capacity`).
+    fn span(&self) -> std::ops::Range<usize> {
+        self.start as usize..(self.start + self.len) as usize
+    }
+}
+
 /// The twin classes of a topology and the scratch to fold paths.
 pub(super) struct Twins {
     /// Per kind, whether paths are folded by its classes: until a path crosses part of one
@@ -239,19 +246,27 @@ impl Twins {
 
     /// The links of class `c`, the representative among them.
     pub fn members(&self, c: &Class) -> &[u32] {
-        &self.members[c.start as usize..(c.start + c.len) as usize]
+        &self.members[c.span()]
     }
 
     /// Link `l`'s own capacity, `l` being in class `c`.
     #[inline]
     pub fn own_capacity(&self, c: &Class, l: u32) -> f64 {
-        self.capacity[(c.start + place(self.class_of[l as usize])) as usize]
+        self.capacity[self.member_index(c, l)]
+    }
+
+    /// Where link `l` of class `c` lies in `members` and `capacity`.
+    #[inline]
+    fn member_index(&self, c: &Class, l: u32) -> usize {
+        (c.start + place(self.class_of[l as usize])) as usize
     }
 
     /// The capacity class `c`'s representative is solved at: the least of its links'.
     pub fn solved_capacity(&self, c: &Class) -> f64 {
-        let own = &self.capacity[c.start as usize..(c.start + c.len) as usize];
-        own.iter().copied().fold(f64::INFINITY, f64::min)
+        self.capacity[c.span()]
+            .iter()
+            .copied()
+            .fold(f64::INFINITY, f64::min)
     }
 
     /// The class link `l` belongs to, if its kind folds paths.
@@ -272,7 +287,8 @@ impl Twins {
     /// now solved at, if `l` is in a class whose kind folds paths.
     pub fn set_capacity(&mut self, l: u32, capacity: f64) -> Option<(u32, f64)> {
         let c = *self.class_of(l)?;
-        self.capacity[(c.start + place(self.class_of[l as usize])) as usize] = capacity;
+        let i = self.member_index(&c, l);
+        self.capacity[i] = capacity;
         Some((c.rep, self.solved_capacity(&c)))
     }
 
@@ -284,7 +300,7 @@ impl Twins {
         }
         for c in &self.classes {
             if c.kind == kind {
-                for &l in &self.members[c.start as usize..(c.start + c.len) as usize] {
+                for &l in &self.members[c.span()] {
                     clear(&mut self.in_class, l);
                     clear(&mut self.shadows, l);
                 }
@@ -493,16 +509,15 @@ impl FlowEngine {
             // capacities set link by link before the first flow cost nothing per twin).
             return;
         }
-        let (start, len) = match self.twins.class_of(l) {
-            Some(c) => (c.start as usize, c.len as usize),
-            None => (0, 0),
-        };
-        if len == 0 {
-            self.peak_before[l as usize] = self.peak_utilization(l);
-        }
-        for i in start..start + len {
-            let m = self.twins.members[i];
-            self.peak_before[m as usize] = self.peak_utilization(m);
+        // Its twins share its cell (by position: the twins are read while peaks are written).
+        match self.twins.class_of(l).map(Class::span) {
+            Some(span) => {
+                for i in span {
+                    let m = self.twins.members[i];
+                    self.peak_before[m as usize] = self.peak_utilization(m);
+                }
+            }
+            None => self.peak_before[l as usize] = self.peak_utilization(l),
         }
         self.link[cell as usize].peak = 0.0;
     }
