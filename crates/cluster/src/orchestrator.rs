@@ -25,7 +25,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use fabricsim_collectives::hardware::link_efficiency;
-use fabricsim_collectives::{plan, ExecError, Execution, Ranks, Request, Transport};
+use fabricsim_collectives::{plan, Collective, ExecError, Execution, Ranks, Request, Transport};
 use fabricsim_collectives::{Generation, Platform};
 use fabricsim_netsim::{Engine, FlowEngine, FlowId, Fold, Network, NetworkError};
 use fabricsim_routing::key::mix;
@@ -488,35 +488,29 @@ impl<'t> Orchestrator<'t> {
                 let seq = job.index[binding.program as usize].coll_seq[op as usize];
                 let scope = job.scopes[g as usize];
                 job.ranks[r as usize].comm_began(t, scope);
+                let solo = job.members[g as usize] == 1;
                 let gs = &mut job.groups[g as usize];
+                if solo && !gs.busy && gs.next == seq {
+                    if let Some((memo, choice)) = gs.closed_form(coll, bytes) {
+                        // Its only simulated member is here and it was tuned before to a
+                        // closed form: it starts now, as `try_start` would start it.
+                        gs.pending.start(seq);
+                        gs.busy = true;
+                        let i = self.new_instance(j, g, coll, bytes);
+                        let inst = &mut self.instances[i as usize];
+                        inst.members.push((r, op, t));
+                        (inst.start, inst.memo) = (t, memo);
+                        self.start_chosen(i, choice, t);
+                        return Ok(());
+                    }
+                }
                 let inst = match gs.pending.get(seq) {
                     Some(i) => i,
                     None => {
-                        let fresh = Instance {
-                            job: j,
-                            group: g,
-                            op: coll,
-                            bytes,
-                            members: Vec::new(),
-                            start: 0,
-                            algorithm: None,
-                            exec: None,
-                            wake: u64::MAX,
-                            memo: 0,
-                        };
-                        let i = match self.free_instances.pop() {
-                            Some(i) => {
-                                let slot = &mut self.instances[i as usize];
-                                let members = std::mem::take(&mut slot.members);
-                                *slot = Instance { members, ..fresh };
-                                i
-                            }
-                            None => {
-                                self.instances.push(fresh);
-                                self.instances.len() as u32 - 1
-                            }
-                        };
-                        gs.pending.insert(seq, i);
+                        let i = self.new_instance(j, g, coll, bytes);
+                        self.jobs[j as usize].groups[g as usize]
+                            .pending
+                            .insert(seq, i);
                         i
                     }
                 };
@@ -547,6 +541,34 @@ impl<'t> Orchestrator<'t> {
             }
         }
         Ok(())
+    }
+
+    /// A collective instance of group `g` with no member yet, in a free slot if there is one.
+    fn new_instance(&mut self, j: u32, g: u32, op: Collective, bytes: u64) -> u32 {
+        let fresh = Instance {
+            job: j,
+            group: g,
+            op,
+            bytes,
+            members: Vec::new(),
+            start: 0,
+            algorithm: None,
+            exec: None,
+            wake: u64::MAX,
+            memo: 0,
+        };
+        match self.free_instances.pop() {
+            Some(i) => {
+                let slot = &mut self.instances[i as usize];
+                let members = std::mem::take(&mut slot.members);
+                *slot = Instance { members, ..fresh };
+                i
+            }
+            None => {
+                self.instances.push(fresh);
+                self.instances.len() as u32 - 1
+            }
+        }
     }
 
     /// Rank `r`'s kernel `op` is ready: it runs now if its stream is free, else queues. A
@@ -751,6 +773,10 @@ impl<'t> Orchestrator<'t> {
         self.instances[i as usize].members = members;
         self.free_instances.push(i);
         // The next collective on the group may be waiting.
-        self.try_start(j, g, t)
+        let gs = &self.jobs[j as usize].groups[g as usize];
+        if gs.pending.get(gs.next).is_some() {
+            return self.try_start(j, g, t);
+        }
+        Ok(())
     }
 }

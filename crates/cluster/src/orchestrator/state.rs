@@ -171,6 +171,21 @@ pub(super) struct GroupState {
     pub(super) seed: Option<u64>,
 }
 
+impl GroupState {
+    /// The memo entry of `(op, bytes)` and its choice, if the group ran it before as a
+    /// closed form.
+    pub(super) fn closed_form(&self, op: Collective, bytes: u64) -> Option<(u32, Choice)> {
+        let i = self
+            .memo
+            .iter()
+            .position(|m| (m.op, m.bytes) == (op, bytes))?;
+        match self.memo[i].choice {
+            Some(choice @ (_, _, Some(_))) => Some((i as u32, choice)),
+            _ => None,
+        }
+    }
+}
+
 /// A group's collectives that members have reached but that have not started, by sequence
 /// number: a window from the first not started (slot 0) on, so finding, adding and starting
 /// one costs O(1), with no allocation once the window has grown to its widest.
