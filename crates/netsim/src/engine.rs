@@ -9,12 +9,16 @@ use fabricsim_topology::{Bandwidth, LinkId, Nanos};
 /// (NIC line rate, PCIe, a slow receiver) and its path latency.
 /// The links are borrowed: the engine copies what it keeps, so a caller can route every flow
 /// into one reused buffer.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct FlowSpec<'a> {
     pub links: &'a [(LinkId, f64)],
     pub bytes: u64,
     pub cap: Option<Bandwidth>,
     pub latency: Nanos,
+    /// The caller's name for exactly these links, if it gives them again: every flow submitted
+    /// with one name has the same links, so an engine may know a path it has seen by its name
+    /// rather than by comparing its links (a ring channel's crosses thousands).
+    pub path: Option<u64>,
 }
 
 /// A flow's handle: dense, in submission order.

@@ -49,10 +49,10 @@ mod link;
 mod membership;
 mod twins;
 
-use cohort::{path_key, path_slot, Cohort, Member, NO_COHORT, PATH_SLOTS};
+use cohort::{Cohort, Member, NO_COHORT, PATH_SLOTS};
 use link::{Link, Spill};
 use membership::LinkIndex;
-use twins::{PathForm, Twins};
+use twins::Twins;
 
 /// Where a flow's links lie in the [`Incidence`] arena.
 #[derive(Clone, Copy)]
@@ -250,6 +250,8 @@ pub struct FlowEngine {
     twins: Twins,
     /// Folded cohorts' paths as given, where kept (`Cohort::given`).
     given: Vec<Span>,
+    /// Cohorts given a named path ([`FlowSpec::path`]), with its name (`cohort.rs`).
+    named: HashMap<u32, u64, rustc_hash::FxBuildHasher>,
     /// Per link: its peak utilization before its capacity last changed (`close_peak`).
     peak_before: Vec<f64>,
     solves: u64,
@@ -306,6 +308,7 @@ impl FlowEngine {
             stats: LinkStats::new(n),
             twins,
             given: Vec::new(),
+            named: HashMap::default(),
             peak_before: vec![0.0; n],
             solves: 0,
             solved_flows: 0,
@@ -497,74 +500,6 @@ impl FlowEngine {
         self.cohorts[f as usize].active = false;
     }
 
-    /// Puts member `m`, with `bytes` to send, on `links`: into the cohort of that path if one is
-    /// in flight, else into a new one, its twin links folded (`twins.rs`). The table of paths
-    /// is keyed by the links as given, so that a path met again is found without folding it.
-    fn place(&mut self, m: u32, links: &[(LinkId, f64)], cap: f64, latency: Nanos, bytes: f64) {
-        let key = path_key(links, cap, latency);
-        let slot = usize::from(path_slot(key));
-        let (b, check) = self.paths[slot];
-        if b != NO_COHORT && check == key as u32 && self.same_path(b, links, cap, latency) {
-            if self.cohorts[b as usize].active {
-                self.join_cohort(b, m, bytes);
-            } else {
-                self.cohorts[b as usize].revive(self.now);
-                self.hot[b as usize].rate = 0.0;
-                self.enlist(b, m, bytes);
-                self.attach(b);
-            }
-            return;
-        }
-        let folded = loop {
-            match self.twins.fold(links) {
-                PathForm::Plain => break None,
-                PathForm::Folded => break Some(self.twins.take_folded()),
-                // Its classes of that kind stop folding; it may fold by the others.
-                PathForm::Stray(kind) => self.unfold_all(Some(kind)),
-            }
-        };
-        let path = folded.as_deref().unwrap_or(links);
-        let b = self.cohorts.len() as u32;
-        let span = self.incidence.push(path);
-        self.index_long_path(b, path);
-        let mut cohort = Cohort::new(span, folded.is_some(), cap, latency, self.now);
-        if folded.is_some() && self.twins.worth_keeping(links.len()) {
-            cohort.given = self.given.len() as u32;
-            self.given.push(self.incidence.push(links));
-        }
-        self.cohorts.push(cohort);
-        if let Some(folded) = folded {
-            self.twins.give_back(folded);
-        }
-        self.hot.push(FlowHot {
-            rate: 0.0,
-            mark: 0,
-            slot: PENDING,
-        });
-        self.paths[slot] = (b, key as u32);
-        self.enlist(b, m, bytes);
-        self.attach(b);
-    }
-
-    /// Member `m` joins cohort `b` in flight: a cohort at a rate leaves its links and comes
-    /// back one flow heavier (a departure at its rate and an arrival); one not solved yet just
-    /// weighs one flow more.
-    fn join_cohort(&mut self, b: u32, m: u32, bytes: f64) {
-        self.settle(b);
-        let rate = self.hot[b as usize].rate;
-        if rate > 0.0 {
-            self.detach(b, self.cohorts[b as usize].members);
-            self.drain_floor = self.drain_floor.min(rate);
-            self.enlist(b, m, bytes);
-            self.reattach(b);
-        } else {
-            for (l, w) in self.incidence.get(self.cohorts[b as usize].links) {
-                self.link[l as usize].weight += w;
-            }
-            self.enlist(b, m, bytes);
-        }
-    }
-
     /// The earliest drain due. A cohort's live heap entry is the one at its `queued_at`
     /// (others were superseded by an earlier one); one that surfaced before its drain time
     /// goes back in at that time.
@@ -616,7 +551,7 @@ impl Engine for FlowEngine {
                 .push(Reverse(Due::new(self.now.0 + spec.latency.0, id)));
         } else {
             let cap = spec.cap.map_or(f64::INFINITY, |c| c.0 as f64);
-            self.place(id, spec.links, cap, spec.latency, spec.bytes as f64);
+            self.place(id, &spec, cap, spec.bytes as f64);
         }
         FlowId(id)
     }
@@ -659,7 +594,12 @@ impl Engine for FlowEngine {
             self.retire(b);
         }
         self.structural = true;
-        self.place(m, &links, cap, latency, left);
+        let spec = FlowSpec {
+            links: &links,
+            latency,
+            ..FlowSpec::default()
+        };
+        self.place(m, &spec, cap, left);
     }
 
     fn links(&self, flow: FlowId) -> Vec<(LinkId, f64)> {

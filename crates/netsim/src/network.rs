@@ -20,7 +20,7 @@ use smallvec::{smallvec, SmallVec};
 use crate::attribution::Attribution;
 use crate::engine::{Completion, Engine, FlowId, FlowSpec, LinkStats};
 use crate::link_sum::LinkSum;
-use crate::route_memo::RouteMemo;
+use crate::route_memo::{RouteMemo, Routed as Merged};
 use crate::window::Window;
 
 /// A part of a strand: the route of a flow key under the policy, or one fixed link.
@@ -427,6 +427,7 @@ impl<'t, E: Engine> Network<'t, E> {
                 bytes,
                 cap,
                 latency,
+                path: None,
             })
         });
         self.scratch = links;
@@ -450,11 +451,11 @@ impl<'t, E: Engine> Network<'t, E> {
             memo.bundle(&strands)
         });
         let merged;
-        let (links, latency) = match known {
-            Some((links, latency)) => (&links[..], *latency),
+        let (links, latency, path) = match known {
+            Some(((links, latency), name)) => (&links[..], *latency, Some(name)),
             None => {
                 merged = self.merge_bundle(&strands)?;
-                (&merged.0[..], merged.1)
+                (&merged.0 .0[..], merged.0 .1, merged.1)
             }
         };
         if let Some(a) = &mut self.attribution {
@@ -465,6 +466,7 @@ impl<'t, E: Engine> Network<'t, E> {
             bytes,
             cap,
             latency: Nanos(0),
+            path,
         });
         let kept = self.recipes.push(Recipe::of_bundle(strands));
         debug_assert_eq!(kept, id.0, "the network submits every flow of its engine");
@@ -513,19 +515,16 @@ impl<'t, E: Engine> Network<'t, E> {
     ) -> Result<(Vec<(LinkId, f64)>, Nanos), RouteError> {
         if let Some(memo) = &mut self.memo {
             memo.sync(self.state.version());
-            if let Some((links, latency)) = memo.bundle(strands) {
+            if let Some(((links, latency), _)) = memo.bundle(strands) {
                 return Ok((links.clone(), *latency));
             }
         }
-        self.merge_bundle(strands)
+        Ok(self.merge_bundle(strands)?.0)
     }
 
     /// The merged incidence of a bundle's strands routed now (links in id order) and its
-    /// latency, kept in the memo if there is one.
-    fn merge_bundle(
-        &mut self,
-        strands: &[Strand],
-    ) -> Result<(Vec<(LinkId, f64)>, Nanos), RouteError> {
+    /// latency, kept in the memo if there is one (with the name the memo gave it).
+    fn merge_bundle(&mut self, strands: &[Strand]) -> Result<(Merged, Option<u64>), RouteError> {
         // The strands' links, unmerged, in the buffer kept between submissions.
         let mut routed = std::mem::take(&mut self.scratch);
         routed.clear();
@@ -540,10 +539,11 @@ impl<'t, E: Engine> Network<'t, E> {
         self.scratch = routed;
         let mut links = Vec::new();
         self.link_sum.drain_into(&mut links);
-        if let Some(memo) = &mut self.memo {
-            memo.keep_bundle(strands, &links, latency);
-        }
-        Ok((links, latency))
+        let name = self
+            .memo
+            .as_mut()
+            .and_then(|memo| memo.keep_bundle(strands, &links, latency));
+        Ok(((links, latency), name))
     }
 
     /// Flows whose routing recipes are held: from the oldest not yet completed to the newest.

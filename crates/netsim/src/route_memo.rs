@@ -20,8 +20,9 @@ use crate::network::{Leg, Strand};
 /// A route as the engine takes it: weighted links and the latency.
 pub(crate) type Routed = (Vec<(LinkId, f64)>, Nanos);
 
-/// A bundle's strands and their merged route.
-type KeptBundle = (Box<[Strand]>, Routed);
+/// A bundle's strands, their merged route, and the route's name for the engine
+/// ([`crate::FlowSpec::path`]).
+type KeptBundle = (Box<[Strand]>, Routed, u64);
 
 /// Links the remembered spreads may hold in all (16 bytes each: 64 MiB).
 const SPREAD_MEMO_LINKS: usize = 1 << 22;
@@ -42,6 +43,8 @@ pub(crate) struct RouteMemo {
     /// channels of the same communicators at every layer.
     bundles: FxHashMap<u64, Vec<KeptBundle>>,
     bundle_links: usize,
+    /// The name the next bundle kept gets: names are never given twice, across clears too.
+    next_name: u64,
 }
 
 impl RouteMemo {
@@ -53,6 +56,7 @@ impl RouteMemo {
             spread_links: 0,
             bundles: FxHashMap::default(),
             bundle_links: 0,
+            next_name: 0,
         }
     }
 
@@ -87,29 +91,33 @@ impl RouteMemo {
         }
     }
 
-    /// The merged links of `strands` and their latency, if remembered.
-    pub(crate) fn bundle(&self, strands: &[Strand]) -> Option<&Routed> {
+    /// The merged links of `strands`, their latency and their name, if remembered.
+    pub(crate) fn bundle(&self, strands: &[Strand]) -> Option<(&Routed, u64)> {
         self.bundles
             .get(&hash_strands(strands))?
             .iter()
-            .find(|(s, _)| &s[..] == strands)
-            .map(|(_, routed)| routed)
+            .find(|(s, ..)| &s[..] == strands)
+            .map(|(_, routed, name)| (routed, *name))
     }
 
-    /// Keeps the merged links of `strands` if the bound allows.
+    /// Keeps the merged links of `strands` if the bound allows; their name if kept.
     pub(crate) fn keep_bundle(
         &mut self,
         strands: &[Strand],
         links: &[(LinkId, f64)],
         latency: Nanos,
-    ) {
-        if self.bundle_links + links.len() <= BUNDLE_MEMO_LINKS {
-            self.bundle_links += links.len();
-            self.bundles
-                .entry(hash_strands(strands))
-                .or_default()
-                .push((strands.into(), (links.to_vec(), latency)));
+    ) -> Option<u64> {
+        if self.bundle_links + links.len() > BUNDLE_MEMO_LINKS {
+            return None;
         }
+        self.bundle_links += links.len();
+        let name = self.next_name;
+        self.next_name += 1;
+        self.bundles
+            .entry(hash_strands(strands))
+            .or_default()
+            .push((strands.into(), (links.to_vec(), latency), name));
+        Some(name)
     }
 }
 

@@ -329,6 +329,7 @@ fn only_flows_a_change_can_affect_are_resolved() {
             )
             .unwrap();
         engine.submit(fabricsim_netsim::FlowSpec {
+            path: None,
             links: &route.incidence(),
             bytes,
             cap: None,
@@ -373,6 +374,7 @@ fn dense(
         let key = FlowKey::connection(id(topo, a), id(topo, b), 0, 0);
         let route = router.route(&state, &key).unwrap();
         engine.submit(fabricsim_netsim::FlowSpec {
+            path: None,
             links: &route.incidence(),
             bytes,
             cap: None,
@@ -445,6 +447,7 @@ fn flows_one_after_another_on_a_path_reuse_its_cohort() {
     for step in 0..100u64 {
         assert_eq!(engine.now(), Nanos(step * one));
         engine.submit(fabricsim_netsim::FlowSpec {
+            path: None,
             links: &route.incidence(),
             bytes: 1 << 20,
             cap: None,
@@ -463,6 +466,49 @@ fn flows_one_after_another_on_a_path_reuse_its_cohort() {
         bytes,
         100.0 * (1u64 << 20) as f64 * route.incidence().len() as f64
     );
+}
+
+#[test]
+fn a_path_named_again_is_its_cohort_and_runs_as_unnamed() {
+    // Steps on one path as above, every other one under a name (as the network names a ring
+    // channel's merged links): named or not, one cohort and the same completions. A name
+    // stands for the links only: under another cap the path is another cohort.
+    let topo = build("meta-ai-zone", &[("racks", "2")]);
+    let mut router = Router::new(&topo, Policy::Ecmp, HashConfig::default());
+    let state = fabricsim_routing::LinkState::new(&topo);
+    let key = FlowKey::connection(id(&topo, "host0/gpu0"), id(&topo, "host2/gpu0"), 0, 0);
+    let route = router.route(&state, &key).unwrap();
+    let links = route.incidence();
+    let steps = |named: bool| {
+        let mut engine = FlowEngine::new(&topo);
+        let mut done = Vec::new();
+        for step in 0..20u64 {
+            engine.submit(fabricsim_netsim::FlowSpec {
+                path: (named && step % 2 == 1).then_some(7),
+                links: &links,
+                bytes: 1 << 20,
+                cap: None,
+                latency: route.latency(),
+            });
+            while done.len() as u64 == step {
+                let t = engine.next_event().unwrap();
+                engine.advance(t, &mut done);
+            }
+        }
+        (engine, done)
+    };
+    let (mut named, by_name) = steps(true);
+    let (_, unnamed) = steps(false);
+    assert_eq!(by_name, unnamed);
+    assert_eq!(named.cohort_count(), 1);
+    named.submit(fabricsim_netsim::FlowSpec {
+        path: Some(7),
+        links: &links,
+        bytes: 1 << 20,
+        cap: Some(Bandwidth(1_000_000_000)),
+        latency: route.latency(),
+    });
+    assert_eq!(named.cohort_count(), 2);
 }
 
 #[test]

@@ -143,6 +143,7 @@ fn trunks_stopped_mid_run(apart: bool, seed: u64) -> (Vec<Completion>, LinkStats
         };
         let route = router.route(&state, &key).unwrap();
         engine.submit(fabricsim_netsim::FlowSpec {
+            path: None,
             links: &route.incidence(),
             bytes: (1 + next() as u64 % 64) << 20,
             cap: None,

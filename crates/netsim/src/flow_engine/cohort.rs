@@ -17,7 +17,9 @@ use std::collections::BinaryHeap;
 
 use fabricsim_topology::{LinkId, Nanos};
 
-use super::{FlowEngine, Span};
+use super::twins::PathForm;
+use super::{FlowEngine, FlowHot, Span, PENDING};
+use crate::engine::FlowSpec;
 
 /// [`Cohort::given`] of a cohort whose path as given is not kept.
 pub(super) const NOT_KEPT: u32 = u32::MAX;
@@ -178,7 +180,7 @@ const KEYED_LINKS: usize = 64;
 /// The key of a path in the table of paths: a hash of what makes two flows one
 /// cohort. A flow joins the cohort in its key's slot only if the two are the same path, link by
 /// link.
-pub(super) fn path_key(links: &[(LinkId, f64)], cap: f64, latency: Nanos) -> u64 {
+fn path_key(links: &[(LinkId, f64)], cap: f64, latency: Nanos) -> u64 {
     let mut h = rustc_hash::FxHasher::default();
     std::hash::Hasher::write_u64(&mut h, cap.to_bits());
     std::hash::Hasher::write_u64(&mut h, latency.0);
@@ -197,7 +199,7 @@ pub(super) fn path_key(links: &[(LinkId, f64)], cap: f64, latency: Nanos) -> u64
 }
 
 /// `key`'s slot in the table of paths (the hash's top bits, its best mixed).
-pub(super) fn path_slot(key: u64) -> u16 {
+fn path_slot(key: u64) -> u16 {
     (key >> (64 - PATH_SLOTS.trailing_zeros())) as u16
 }
 
@@ -229,6 +231,96 @@ impl FlowEngine {
                 .get(span)
                 .zip(links)
                 .all(|((l, w), &(m, v))| l == m.0 && w.to_bits() == v.to_bits())
+    }
+
+    /// Puts member `m`, with `bytes` to send, on `links`: into the cohort of that path if one is
+    /// in flight, else into a new one, its twin links folded (`twins.rs`). The table of paths
+    /// is keyed by the links as given, so that a path met again is found without folding it.
+    pub(super) fn place(&mut self, m: u32, spec: &FlowSpec<'_>, cap: f64, bytes: f64) {
+        let (links, latency) = (spec.links, spec.latency);
+        let key = path_key(links, cap, latency);
+        let slot = usize::from(path_slot(key));
+        let (b, check) = self.paths[slot];
+        if b != NO_COHORT && check == key as u32 && self.given_spec(b, spec, cap) {
+            if self.cohorts[b as usize].active {
+                self.join_cohort(b, m, bytes);
+            } else {
+                self.cohorts[b as usize].revive(self.now);
+                self.hot[b as usize].rate = 0.0;
+                self.enlist(b, m, bytes);
+                self.attach(b);
+            }
+            return;
+        }
+        let folded = loop {
+            match self.twins.fold(links) {
+                PathForm::Plain => break None,
+                PathForm::Folded => break Some(self.twins.take_folded()),
+                // Its classes of that kind stop folding; it may fold by the others.
+                PathForm::Stray(kind) => self.unfold_all(Some(kind)),
+            }
+        };
+        let path = folded.as_deref().unwrap_or(links);
+        let b = self.cohorts.len() as u32;
+        let span = self.incidence.push(path);
+        self.index_long_path(b, path);
+        let mut cohort = Cohort::new(span, folded.is_some(), cap, latency, self.now);
+        if folded.is_some() && self.twins.worth_keeping(links.len()) {
+            cohort.given = self.given.len() as u32;
+            self.given.push(self.incidence.push(links));
+        }
+        self.cohorts.push(cohort);
+        if let Some(name) = spec.path {
+            self.named.insert(b, name);
+        }
+        if let Some(folded) = folded {
+            self.twins.give_back(folded);
+        }
+        self.hot.push(FlowHot {
+            rate: 0.0,
+            mark: 0,
+            slot: PENDING,
+        });
+        self.paths[slot] = (b, key as u32);
+        self.enlist(b, m, bytes);
+        self.attach(b);
+    }
+
+    /// Member `m` joins cohort `b` in flight: a cohort at a rate leaves its links and comes
+    /// back one flow heavier (a departure at its rate and an arrival); one not solved yet just
+    /// weighs one flow more.
+    fn join_cohort(&mut self, b: u32, m: u32, bytes: f64) {
+        self.settle(b);
+        let rate = self.hot[b as usize].rate;
+        if rate > 0.0 {
+            self.detach(b, self.cohorts[b as usize].members);
+            self.drain_floor = self.drain_floor.min(rate);
+            self.enlist(b, m, bytes);
+            self.reattach(b);
+        } else {
+            for (l, w) in self.incidence.get(self.cohorts[b as usize].links) {
+                self.link[l as usize].weight += w;
+            }
+            self.enlist(b, m, bytes);
+        }
+    }
+
+    /// Whether cohort `b` was given the links of `spec` under `cap` and `spec`'s latency:
+    /// known by the path's name if `b` was given it under that name, else compared (and the
+    /// name noted where they are the same).
+    pub(super) fn given_spec(&mut self, b: u32, spec: &FlowSpec<'_>, cap: f64) -> bool {
+        let Some(name) = spec.path else {
+            return self.same_path(b, spec.links, cap, spec.latency);
+        };
+        if self.named.get(&b) == Some(&name) {
+            let cohort = &self.cohorts[b as usize];
+            return cohort.cap.to_bits() == cap.to_bits() && cohort.latency == spec.latency;
+        }
+        let same = self.same_path(b, spec.links, cap, spec.latency);
+        if same {
+            self.named.insert(b, name);
+        }
+        same
     }
 
     /// Adds member `m`, with `bytes` to send, to cohort `b` (its service settled up to now).
