@@ -107,6 +107,14 @@ pub trait Engine {
     fn submit(&mut self, flow: FlowSpec<'_>) -> FlowId;
     /// A link's usable capacity from now on (0 = down).
     fn set_link_capacity(&mut self, link: LinkId, capacity: Bandwidth);
+    /// Every link's usable capacity from now on, in link order: what
+    /// [`Self::set_link_capacity`] link by link does, which an engine may do at once (a
+    /// fabric's transport efficiencies, set before any flow).
+    fn set_link_capacities(&mut self, capacities: &[Bandwidth]) {
+        for (l, &capacity) in capacities.iter().enumerate() {
+            self.set_link_capacity(LinkId(l as u32), capacity);
+        }
+    }
     /// Moves an unfinished flow's remaining bytes onto new links.
     fn reroute(&mut self, flow: FlowId, links: Vec<(LinkId, f64)>, latency: Nanos);
     /// A flow's current rate.

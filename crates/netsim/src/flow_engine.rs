@@ -575,6 +575,16 @@ impl Engine for FlowEngine {
         self.structural = true;
     }
 
+    fn set_link_capacities(&mut self, capacities: &[Bandwidth]) {
+        if self.flow_count() > 0 || capacities.len() != self.link.len() {
+            for (l, &capacity) in capacities.iter().enumerate() {
+                self.set_link_capacity(LinkId(l as u32), capacity);
+            }
+            return;
+        }
+        self.set_capacities_before_any_flow(capacities);
+    }
+
     fn reroute(&mut self, flow: FlowId, links: Vec<(LinkId, f64)>, latency: Nanos) {
         let m = flow.0;
         let Some(&member) = self.members.get(m).filter(|m| m.active) else {

@@ -265,11 +265,10 @@ impl<'t, E: Engine> Network<'t, E> {
         debug_assert_eq!(efficiency.len(), self.topo.link_count());
         debug_assert!(efficiency.iter().all(|&e| e > 0.0 && e <= 1.0));
         self.efficiency = efficiency;
-        for l in 0..self.topo.link_count() {
-            let l = LinkId(l as u32);
-            let cap = self.effective_capacity(l);
-            self.engine.set_link_capacity(l, cap);
-        }
+        let capacities: Vec<Bandwidth> = (0..self.topo.link_count())
+            .map(|l| self.effective_capacity(LinkId(l as u32)))
+            .collect();
+        self.engine.set_link_capacities(&capacities);
     }
 
     /// `l`'s capacity under the link state, times its efficiency.

@@ -105,6 +105,76 @@ fn a_path_across_half_a_pair_unfolds_them_and_changes_nothing() {
     }
 }
 
+/// Uneven capacities (the members of a trunk unlike each other) set before any flow, at once or
+/// link by link, or with every link solved apart; then every GPU sends to one in the other
+/// rack, across the trunks.
+fn capacities_then_flows(
+    policy: Policy,
+    at_once: bool,
+    apart: bool,
+) -> (Vec<Completion>, LinkStats) {
+    let topo = presets::build_with("meta-ai-zone", &[("racks", "2")]).unwrap();
+    let mut engine = FlowEngine::new(&topo);
+    if apart {
+        engine.keep_twins_apart();
+    }
+    // Links between switches slowed unevenly, so that the trunks are the bottleneck and a
+    // trunk is solved at its least member's capacity.
+    let capacities: Vec<Bandwidth> = topo
+        .links()
+        .iter()
+        .enumerate()
+        .map(|(l, link)| {
+            let between_switches =
+                topo.kind(link.src).is_switch() && topo.kind(link.dst).is_switch();
+            let slow = if between_switches {
+                1 + ((l as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 62)
+            } else {
+                16
+            };
+            Bandwidth(link.capacity.0 / 16 * slow)
+        })
+        .collect();
+    if at_once {
+        engine.set_link_capacities(&capacities);
+    } else {
+        for (l, &c) in capacities.iter().enumerate() {
+            engine.set_link_capacity(LinkId(l as u32), c);
+        }
+    }
+    let mut net = Network::new(
+        &topo,
+        Router::new(&topo, policy, HashConfig::default()),
+        engine,
+    );
+    let gpus = topo.gpus().to_vec();
+    for (i, &src) in gpus.iter().enumerate() {
+        let dst = gpus[(i + gpus.len() / 2) % gpus.len()];
+        for qp in 0..2 {
+            net.submit(
+                FlowKey::connection(src, dst, qp, 7),
+                (32 + i as u64) << 20,
+                None,
+            )
+            .unwrap();
+        }
+    }
+    let mut done = Vec::new();
+    net.run_to_end(&mut done);
+    let stats = net.engine().link_stats().clone();
+    (done, stats)
+}
+
+#[test]
+fn capacities_set_at_once_before_any_flow_are_the_link_by_link_ones() {
+    for policy in [Policy::Ecmp, Policy::Spray] {
+        let at_once = capacities_then_flows(policy, true, false);
+        assert_eq!(at_once.0.len(), 64, "{policy:?}: every flow completes");
+        assert_same(&at_once, &capacities_then_flows(policy, false, false));
+        assert_same(&at_once, &capacities_then_flows(policy, true, true));
+    }
+}
+
 /// Sprayed flows between racks (their trunks and pairs folded) and flows inside a rack (pairs
 /// folded) in flight when hashed flows arrive, each crossing one uplink of sixteen: the trunks
 /// stop, the pairs go on folding, and everything is as when every link is solved apart. The

@@ -33,7 +33,7 @@
 //! class and solves them apart from then on (`FlowEngine::unfold_all`): trunks stop at the
 //! first hashed path, and the pairs stay folded as they were.
 
-use fabricsim_topology::{LinkId, NodeKind, Topology};
+use fabricsim_topology::{Bandwidth, LinkId, NodeKind, Topology};
 
 use super::FlowEngine;
 
@@ -286,10 +286,18 @@ impl Twins {
     /// Link `l`'s own capacity becomes `capacity`: the representative and the capacity it is
     /// now solved at, if `l` is in a class whose kind folds paths.
     pub fn set_capacity(&mut self, l: u32, capacity: f64) -> Option<(u32, f64)> {
+        let rep = self.record_capacity(l, capacity)?;
+        let c = self.class_of(l)?;
+        Some((rep, self.solved_capacity(c)))
+    }
+
+    /// Records `l`'s capacity as its class's member; the class's representative, or `None`
+    /// for a link in no class.
+    pub fn record_capacity(&mut self, l: u32, capacity: f64) -> Option<u32> {
         let c = *self.class_of(l)?;
         let i = self.member_index(&c, l);
         self.capacity[i] = capacity;
-        Some((c.rep, self.solved_capacity(&c)))
+        Some(c.rep)
     }
 
     /// Paths stop folding by the classes of `kind`: their links lose their bits.
@@ -522,6 +530,25 @@ impl FlowEngine {
         self.link[cell as usize].peak = 0.0;
     }
 
+    /// Every link's capacity, before any flow: what `set_link_capacity` link by link leaves
+    /// (the same cells, and the same changed links queued in the same order for the first
+    /// solve), with each class's representative solved at its least capacity once, where link
+    /// by link it was found again for every member (a trunk has up to 64).
+    pub(super) fn set_capacities_before_any_flow(&mut self, capacities: &[Bandwidth]) {
+        for (l, &capacity) in capacities.iter().enumerate() {
+            let (l, capacity) = (l as u32, capacity.0 as f64);
+            self.link[l as usize].capacity = capacity;
+            match self.twins.record_capacity(l, capacity) {
+                Some(rep) if rep != l => self.dirty_links.extend([rep, l]),
+                _ => self.dirty_links.push(l),
+            }
+        }
+        for c in self.twins.active_classes() {
+            self.link[c.rep as usize].capacity = self.twins.solved_capacity(c);
+        }
+        self.structural = true;
+    }
+
     /// The links of the classes of `kind` (of every kind, for `None`) are solved apart from
     /// now on: a path crossed part of such a class (`twins.rs`). Every folded cohort takes
     /// those classes' shadows back, and keeps the other kinds' folded: a hashed path that stops
@@ -610,6 +637,48 @@ fn test(bits: &[u64], l: u32) -> bool {
 mod tests {
     use super::*;
     use fabricsim_topology::presets;
+
+    /// Capacities set at once before any flow leave every cell, every member's own capacity
+    /// and the changed links queued as setting them link by link does; uneven trunks are
+    /// solved at their least member's.
+    #[test]
+    fn capacities_set_at_once_are_the_link_by_link_ones() {
+        use crate::engine::Engine;
+        let topo = presets::build_with("meta-ai-zone", &[("racks", "2")]).unwrap();
+        let capacities: Vec<Bandwidth> = topo
+            .links()
+            .iter()
+            .enumerate()
+            .map(|(l, link)| {
+                let eighths = 5 + ((l as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 62);
+                Bandwidth(link.capacity.0 / 8 * eighths)
+            })
+            .collect();
+        let (mut at_once, mut one_by_one) = (FlowEngine::new(&topo), FlowEngine::new(&topo));
+        at_once.set_link_capacities(&capacities);
+        for (l, &c) in capacities.iter().enumerate() {
+            one_by_one.set_link_capacity(LinkId(l as u32), c);
+        }
+        let cells =
+            |e: &FlowEngine| -> Vec<u64> { e.link.iter().map(|l| l.capacity.to_bits()).collect() };
+        let own =
+            |e: &FlowEngine| -> Vec<u64> { e.twins.capacity.iter().map(|c| c.to_bits()).collect() };
+        assert_eq!(cells(&at_once), cells(&one_by_one));
+        assert_eq!(own(&at_once), own(&one_by_one));
+        assert_eq!(at_once.dirty_links, one_by_one.dirty_links);
+        assert_eq!(at_once.structural, one_by_one.structural);
+        let below_own = at_once
+            .twins
+            .active_classes()
+            .filter(|c| {
+                at_once.link[c.rep as usize].capacity < at_once.twins.own_capacity(c, c.rep)
+            })
+            .count();
+        assert!(
+            below_own > 0,
+            "some representative is solved below its own capacity"
+        );
+    }
 
     /// Two pairs at every NIC of a single-port fabric (each way through it), none in a
     /// dual-ToR one (a NIC with two ports forwards to either); the representative is never the
