@@ -21,6 +21,14 @@ pub struct FlowSpec<'a> {
     pub path: Option<u64>,
 }
 
+/// Where an engine placed a flow: enough to place a later one on the same links, under the
+/// same cap and latency, without them ([`Engine::submit_on`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Placed {
+    pub(crate) cohort: u32,
+    pub(crate) key: u64,
+}
+
 /// A flow's handle: dense, in submission order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct FlowId(pub u32);
@@ -114,6 +122,22 @@ pub trait Engine {
         for (l, &capacity) in capacities.iter().enumerate() {
             self.set_link_capacity(LinkId(l as u32), capacity);
         }
+    }
+    /// Where `flow`, the last one submitted, was placed, if the engine can place another
+    /// flow there by it ([`Self::submit_on`]).
+    fn placed(&self, _flow: FlowId) -> Option<Placed> {
+        None
+    }
+    /// Submits `bytes` under `cap` where a flow was `placed`, as [`Self::submit`] with that
+    /// flow's links and latency would now; `None`, with nothing submitted, where the engine
+    /// would not place it there (the caller then submits it with its links).
+    fn submit_on(
+        &mut self,
+        _placed: Placed,
+        _bytes: u64,
+        _cap: Option<Bandwidth>,
+    ) -> Option<FlowId> {
+        None
     }
     /// Moves an unfinished flow's remaining bytes onto new links.
     fn reroute(&mut self, flow: FlowId, links: Vec<(LinkId, f64)>, latency: Nanos);

@@ -38,7 +38,7 @@ use std::collections::{BinaryHeap, HashMap};
 
 use fabricsim_topology::{Bandwidth, LinkId, Nanos, Topology};
 
-use crate::engine::{Completion, Engine, FlowId, FlowSpec, LinkStats};
+use crate::engine::{Completion, Engine, FlowId, FlowSpec, LinkStats, Placed};
 use crate::maxmin::Solver;
 use crate::window::Window;
 
@@ -252,6 +252,8 @@ pub struct FlowEngine {
     given: Vec<Span>,
     /// Cohorts given a named path ([`FlowSpec::path`]), with its name (`cohort.rs`).
     named: HashMap<u32, u64, rustc_hash::FxBuildHasher>,
+    /// Where the last flow was placed (`placed`).
+    last_placed: Placed,
     /// Per link: its peak utilization before its capacity last changed (`close_peak`).
     peak_before: Vec<f64>,
     solves: u64,
@@ -309,6 +311,10 @@ impl FlowEngine {
             twins,
             given: Vec::new(),
             named: HashMap::default(),
+            last_placed: Placed {
+                cohort: NO_COHORT,
+                key: 0,
+            },
             peak_before: vec![0.0; n],
             solves: 0,
             solved_flows: 0,
@@ -573,6 +579,26 @@ impl Engine for FlowEngine {
             self.dirty_links.push(l);
         }
         self.structural = true;
+    }
+
+    fn placed(&self, flow: FlowId) -> Option<Placed> {
+        let m = self.members.get(flow.0)?;
+        (m.active && m.cohort == self.last_placed.cohort).then_some(self.last_placed)
+    }
+
+    fn submit_on(&mut self, placed: Placed, bytes: u64, cap: Option<Bandwidth>) -> Option<FlowId> {
+        let cap = cap.map_or(f64::INFINITY, |c| c.0 as f64);
+        if bytes == 0 || !self.still_placed(placed, cap) {
+            return None;
+        }
+        let id = self.members.push(Member {
+            cohort: NO_COHORT,
+            target: 0.0,
+            active: false,
+        });
+        self.join_path(placed.cohort, id, bytes as f64);
+        self.last_placed = placed;
+        Some(FlowId(id))
     }
 
     fn set_link_capacities(&mut self, capacities: &[Bandwidth]) {

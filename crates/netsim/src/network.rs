@@ -18,7 +18,7 @@ use fabricsim_topology::{Bandwidth, LinkId, Nanos, Topology};
 use smallvec::{smallvec, SmallVec};
 
 use crate::attribution::Attribution;
-use crate::engine::{Completion, Engine, FlowId, FlowSpec, LinkStats};
+use crate::engine::{Completion, Engine, FlowId, FlowSpec, LinkStats, Placed};
 use crate::link_sum::LinkSum;
 use crate::route_memo::{RouteMemo, Routed as Merged};
 use crate::window::Window;
@@ -110,6 +110,18 @@ pub struct Network<'t, E: Engine> {
     selector: Selector,
     /// Bytes per link per tag, when asked for ([`Network::attribute`]).
     attribution: Option<Attribution>,
+    /// Counts changes of the routing policy or the fold: a [`Placement`] holds for one.
+    routing_epoch: u64,
+}
+
+/// Where a message on a connection was placed, for the next message on it
+/// ([`Network::submit_message_on`]): it holds while the link state and the routing are as
+/// they were, since a connection's route is a function of them.
+#[derive(Clone, Copy, Debug)]
+pub struct Placement {
+    placed: Placed,
+    version: u64,
+    epoch: u64,
 }
 
 /// Flows that stand for their orbits under a fabric automorphism: each flow submitted is one of
@@ -175,6 +187,7 @@ impl<'t, E: Engine> Network<'t, E> {
             fold: None,
             selector: Selector::default(),
             attribution: None,
+            routing_epoch: 0,
         }
     }
 
@@ -241,6 +254,7 @@ impl<'t, E: Engine> Network<'t, E> {
     pub fn set_fold(&mut self, fold: Fold) {
         debug_assert_eq!(fold.first.len(), self.topo.link_count());
         self.fold = Some(fold);
+        self.routing_epoch += 1;
     }
 
     /// The engine's link figures, per link of the topology (under a fold, each link with its
@@ -362,6 +376,7 @@ impl<'t, E: Engine> Network<'t, E> {
         if let Some(memo) = &mut self.memo {
             memo.clear();
         }
+        self.routing_epoch += 1;
     }
 
     /// Routes `key` and submits `bytes` on it at the engine's current time.
@@ -372,6 +387,38 @@ impl<'t, E: Engine> Network<'t, E> {
         cap: Option<Bandwidth>,
     ) -> Result<FlowId, NetworkError> {
         Ok(self.submit_one(Recipe::Key(key), bytes, cap)?)
+    }
+
+    /// [`Network::submit_message`] of a message on a connection that sends again and again (a
+    /// pipeline's point-to-point pair): where the engine placed the last one, `at`, it places
+    /// this one without routing it, as routing it would, while the link state and the routing
+    /// have not changed. `at` is updated. Under hashed path selection and without
+    /// attribution (else as `submit_message`).
+    pub fn submit_message_on(
+        &mut self,
+        key: FlowKey,
+        bytes: u64,
+        now: Nanos,
+        at: &mut Option<Placement>,
+    ) -> Result<(FlowId, Option<Ticket>), NetworkError> {
+        if self.path_selection() != PathSelection::Hashed || self.attribution.is_some() {
+            return self.submit_message(key, bytes, now);
+        }
+        let (version, epoch) = (self.state.version(), self.routing_epoch);
+        if let Some(p) = at.filter(|p| (p.version, p.epoch) == (version, epoch)) {
+            if let Some(id) = self.engine.submit_on(p.placed, bytes, None) {
+                let kept = self.recipes.push(Recipe::Key(key));
+                debug_assert_eq!(kept, id.0, "the network submits every flow of its engine");
+                return Ok((id, None));
+            }
+        }
+        let id = self.submit(key, bytes, None)?;
+        *at = self.engine.placed(id).map(|placed| Placement {
+            placed,
+            version,
+            epoch,
+        });
+        Ok((id, None))
     }
 
     /// Submits a message of `bytes` on connection `key` at `now` where the hosts' path

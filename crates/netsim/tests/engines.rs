@@ -226,6 +226,61 @@ fn memoized_bundles_follow_the_link_state() {
 }
 
 #[test]
+fn messages_placed_where_the_last_went_run_as_routed_ones() {
+    // Two connections from rack 0 to rack 1 send 1 MiB messages 20 µs apart, overlapping;
+    // the first one's uplink fails and comes back on the way. Each message placed where its
+    // connection's last one went (while the link state holds) or routed: the same completions
+    // and link figures, and each connection's messages on its route of the moment.
+    let topo = build("meta-ai-zone", &[("racks", "2")]);
+    let gpu = |name: &str| id(&topo, name);
+    let keys = [
+        FlowKey::connection(gpu("host0/gpu0"), gpu("host2/gpu0"), 0, 9),
+        FlowKey::connection(gpu("host1/gpu3"), gpu("host3/gpu3"), 0, 9),
+    ];
+    let rtsw = id(&topo, "zone0/rack0/rtsw");
+    let run = |placed: bool| {
+        let router = Router::new(&topo, Policy::Ecmp, HashConfig::default());
+        let mut net = Network::new(&topo, router, FlowEngine::new(&topo));
+        net.memoize_routes();
+        let (mut at, mut done, mut uplink) = ([None, None], Vec::new(), None);
+        for i in 0..120u64 {
+            let now = Nanos(i * 20_000);
+            net.advance(now, &mut done);
+            if let (40 | 80, Some(l)) = (i, uplink) {
+                let condition = if i == 40 {
+                    LinkCondition::Down
+                } else {
+                    LinkCondition::Up
+                };
+                net.set_cable(l, condition);
+            }
+            let c = (i % 2) as usize;
+            let (flow, _) = if placed {
+                net.submit_message_on(keys[c], 1 << 20, now, &mut at[c])
+            } else {
+                net.submit_message(keys[c], 1 << 20, now)
+            }
+            .unwrap();
+            let route = net.route_of(flow);
+            assert!(route.iter().all(|&(l, _)| net.link_state().is_up(l)));
+            if i == 0 {
+                let &(l, _) = route
+                    .iter()
+                    .find(|&&(l, _)| topo.link(l).src == rtsw)
+                    .unwrap();
+                uplink = Some(l);
+            }
+        }
+        net.run_to_end(&mut done);
+        let stats = net.link_stats();
+        (done, stats.bytes, stats.busy, stats.peak_utilization)
+    };
+    let (on, routed) = (run(true), run(false));
+    assert_eq!(on.0.len(), 120);
+    assert_eq!(on, routed);
+}
+
+#[test]
 fn an_uplink_failure_mid_transfer_costs_what_the_lost_capacity_implies() {
     // Spray: 16 flows share rack 0's 16 uplinks evenly, each at the NIC rate. Halfway, one
     // uplink fails: the rest of every flow is re-spread over 15 uplinks at 15/16 of the rate.

@@ -451,6 +451,8 @@ pub(super) struct JobState {
     pub(super) stats: JobStats,
     /// Point-to-point matching by (src, dst, tag).
     pub(super) p2p: P2p,
+    /// Per mailbox: where the network placed its sender's last message to it.
+    pub(super) placements: Vec<Option<fabricsim_netsim::Placement>>,
     /// Per rank, whether it is simulated (all are, unless one representative per orbit
     /// stands for the others: [`crate::symmetry`]).
     pub(super) active: Vec<bool>,
@@ -537,7 +539,9 @@ impl JobState {
             .iter()
             .map(|g| g.ranks.iter().filter(|&&r| active[r as usize]).count() as u32)
             .collect();
+        let p2p = P2p::new(&spec.workload);
         JobState {
+            placements: vec![None; p2p.mailboxes.len()],
             index,
             counters,
             remaining,
@@ -552,7 +556,7 @@ impl JobState {
             done: 0,
             total: total as u64,
             stats: JobStats::new(&spec, trace_ranks),
-            p2p: P2p::new(&spec.workload),
+            p2p,
             active,
             members,
             weight,

@@ -62,13 +62,20 @@ impl Orchestrator<'_> {
             return Ok(());
         }
         self.net.set_tag(j);
-        let (flow, ticket) = self
-            .net
-            .submit_message(FlowKey::connection(a, b, 0, seed), bytes, Nanos(t))
-            .map_err(|error| RunError::Network {
-                job: self.jobs[j as usize].spec.name.clone(),
-                error,
-            })?;
+        let key = FlowKey::connection(a, b, 0, seed);
+        // A pipeline's pair sends on one connection all iteration: each message goes where
+        // the last one went, unrouted, while the fabric and its routing stay as they were.
+        let sent = match mailbox {
+            Some(m) => {
+                let at = &mut self.jobs[j as usize].placements[m];
+                self.net.submit_message_on(key, bytes, Nanos(t), at)
+            }
+            None => self.net.submit_message(key, bytes, Nanos(t)),
+        };
+        let (flow, ticket) = sent.map_err(|error| RunError::Network {
+            job: self.jobs[j as usize].spec.name.clone(),
+            error,
+        })?;
         self.transfers[id as usize].ticket = ticket;
         self.flows += 1;
         self.flow_owner.insert(flow, FlowOwner::Transfer(id));

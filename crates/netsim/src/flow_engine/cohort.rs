@@ -19,7 +19,7 @@ use fabricsim_topology::{LinkId, Nanos};
 
 use super::twins::PathForm;
 use super::{FlowEngine, FlowHot, Span, PENDING};
-use crate::engine::FlowSpec;
+use crate::engine::{FlowSpec, Placed};
 
 /// [`Cohort::given`] of a cohort whose path as given is not kept.
 pub(super) const NOT_KEPT: u32 = u32::MAX;
@@ -242,14 +242,8 @@ impl FlowEngine {
         let slot = usize::from(path_slot(key));
         let (b, check) = self.paths[slot];
         if b != NO_COHORT && check == key as u32 && self.given_spec(b, spec, cap) {
-            if self.cohorts[b as usize].active {
-                self.join_cohort(b, m, bytes);
-            } else {
-                self.cohorts[b as usize].revive(self.now);
-                self.hot[b as usize].rate = 0.0;
-                self.enlist(b, m, bytes);
-                self.attach(b);
-            }
+            self.join_path(b, m, bytes);
+            self.last_placed = Placed { cohort: b, key };
             return;
         }
         let folded = loop {
@@ -284,6 +278,30 @@ impl FlowEngine {
         self.paths[slot] = (b, key as u32);
         self.enlist(b, m, bytes);
         self.attach(b);
+        self.last_placed = Placed { cohort: b, key };
+    }
+
+    /// Whether `place`, given the links a flow was `placed` on and `cap`, would put the flow
+    /// into that flow's cohort now: the table of paths still has the cohort in the path's slot,
+    /// and the cap is the cohort's (the latency is in the key).
+    pub(super) fn still_placed(&self, placed: Placed, cap: f64) -> bool {
+        let (b, check) = self.paths[usize::from(path_slot(placed.key))];
+        b == placed.cohort
+            && check == placed.key as u32
+            && self.cohorts[b as usize].cap.to_bits() == cap.to_bits()
+    }
+
+    /// Member `m` joins cohort `b`, found in the table of paths: in flight, or retired and
+    /// revived.
+    pub(super) fn join_path(&mut self, b: u32, m: u32, bytes: f64) {
+        if self.cohorts[b as usize].active {
+            self.join_cohort(b, m, bytes);
+        } else {
+            self.cohorts[b as usize].revive(self.now);
+            self.hot[b as usize].rate = 0.0;
+            self.enlist(b, m, bytes);
+            self.attach(b);
+        }
     }
 
     /// Member `m` joins cohort `b` in flight: a cohort at a rate leaves its links and comes
