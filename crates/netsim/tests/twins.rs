@@ -32,15 +32,7 @@ fn scenario(policy: Policy, apart: bool, stray: bool) -> (Vec<Completion>, LinkS
         Router::new(&topo, policy, HashConfig::default()),
         engine,
     );
-    let gpus = topo.gpus().to_vec();
-    for (i, &src) in gpus.iter().enumerate() {
-        let dst = gpus[(i + 16) % gpus.len()];
-        for qp in 0..2 {
-            let bytes = (64 + 8 * i as u64 + qp as u64) << 20;
-            net.submit(FlowKey::connection(src, dst, qp, 7), bytes, None)
-                .unwrap();
-        }
-    }
+    every_gpu_sends(&mut net, 16, |i, qp| (64 + 8 * i as u64 + qp as u64) << 20);
     let mut done = Vec::new();
     let pcie = link_to(&topo, "host0/gpu0", |k| k == NodeKind::Nic);
     let uplink = link_to(&topo, "zone0/rack0/rtsw", NodeKind::is_switch);
@@ -62,6 +54,22 @@ fn scenario(policy: Policy, apart: bool, stray: bool) -> (Vec<Completion>, LinkS
     net.run_to_end(&mut done);
     let stats = net.engine().link_stats().clone();
     (done, stats)
+}
+
+/// Every GPU sends `bytes(i, qp)` to the GPU `offset` on, on 2 QPs.
+fn every_gpu_sends(
+    net: &mut Network<'_, FlowEngine>,
+    offset: usize,
+    bytes: impl Fn(usize, u32) -> u64,
+) {
+    let gpus = net.topology().gpus().to_vec();
+    for (i, &src) in gpus.iter().enumerate() {
+        let dst = gpus[(i + offset) % gpus.len()];
+        for qp in 0..2 {
+            net.submit(FlowKey::connection(src, dst, qp, 7), bytes(i, qp), None)
+                .unwrap();
+        }
+    }
 }
 
 fn assert_same(a: &(Vec<Completion>, LinkStats), b: &(Vec<Completion>, LinkStats)) {
@@ -147,18 +155,8 @@ fn capacities_then_flows(
         Router::new(&topo, policy, HashConfig::default()),
         engine,
     );
-    let gpus = topo.gpus().to_vec();
-    for (i, &src) in gpus.iter().enumerate() {
-        let dst = gpus[(i + gpus.len() / 2) % gpus.len()];
-        for qp in 0..2 {
-            net.submit(
-                FlowKey::connection(src, dst, qp, 7),
-                (32 + i as u64) << 20,
-                None,
-            )
-            .unwrap();
-        }
-    }
+    let half = topo.gpus().len() / 2;
+    every_gpu_sends(&mut net, half, |i, _| (32 + i as u64) << 20);
     let mut done = Vec::new();
     net.run_to_end(&mut done);
     let stats = net.engine().link_stats().clone();

@@ -286,18 +286,17 @@ impl Twins {
     /// Link `l`'s own capacity becomes `capacity`: the representative and the capacity it is
     /// now solved at, if `l` is in a class whose kind folds paths.
     pub fn set_capacity(&mut self, l: u32, capacity: f64) -> Option<(u32, f64)> {
-        let rep = self.record_capacity(l, capacity)?;
-        let c = self.class_of(l)?;
-        Some((rep, self.solved_capacity(c)))
+        let c = self.record_capacity(l, capacity)?;
+        Some((c.rep, self.solved_capacity(&c)))
     }
 
-    /// Records `l`'s capacity as its class's member; the class's representative, or `None`
-    /// for a link in no class.
-    pub fn record_capacity(&mut self, l: u32, capacity: f64) -> Option<u32> {
+    /// Records `l`'s capacity as its class's member; the class, or `None` for a link in no
+    /// class.
+    pub fn record_capacity(&mut self, l: u32, capacity: f64) -> Option<Class> {
         let c = *self.class_of(l)?;
         let i = self.member_index(&c, l);
         self.capacity[i] = capacity;
-        Some(c.rep)
+        Some(c)
     }
 
     /// Paths stop folding by the classes of `kind`: their links lose their bits.
@@ -538,7 +537,7 @@ impl FlowEngine {
         for (l, &capacity) in capacities.iter().enumerate() {
             let (l, capacity) = (l as u32, capacity.0 as f64);
             self.link[l as usize].capacity = capacity;
-            match self.twins.record_capacity(l, capacity) {
+            match self.twins.record_capacity(l, capacity).map(|c| c.rep) {
                 Some(rep) if rep != l => self.dirty_links.extend([rep, l]),
                 _ => self.dirty_links.push(l),
             }
