@@ -4,7 +4,10 @@ use std::path::PathBuf;
 
 use anyhow::anyhow;
 use clap::Args;
-use fabricsim_collectives::bench::{data_type, run_size, sweep_sizes, Bench, Row, DATA_TYPES};
+use fabricsim_collectives::bench::{
+    data_type, run_size_with_progress, sweep_sizes, Bench, Row, DATA_TYPES,
+};
+use fabricsim_collectives::exec::Progress;
 use fabricsim_collectives::placement::{place, Placement};
 use fabricsim_collectives::{
     Algorithm, Collective, Fidelity, Generation, Protocol, QpMode, Ranks, Transport, DEFAULT_CHUNK,
@@ -313,15 +316,29 @@ pub fn run(args: BenchArgs) -> CmdResult {
     // clap took only nccl-tests' operations (crate::choices::redops), in any case.
     let redop = args.op.to_ascii_lowercase();
     let mut results: Vec<(Variant, Vec<Row>)> = Vec::new();
-    for &variant in &s.policies {
+    // One bar for the whole sweep: each size's transfers done, and which run of the sweep.
+    let bar = crate::progress::bar(1, "transfers");
+    let runs = s.policies.len() * s.sizes.len();
+    for (v, &variant) in s.policies.iter().enumerate() {
         let bench = Bench {
             routing: variant.routing,
             path_selection: variant.selection,
             ..s.bench.clone()
         };
         let mut rows = Vec::new();
-        for &size in &s.sizes {
-            rows.push(run_size(&s.topo, &s.ranks, &bench, size).map_err(|e| {
+        for (k, &size) in s.sizes.iter().enumerate() {
+            let run = v * s.sizes.len() + k + 1;
+            let mut report = |p: Progress| {
+                bar.set_length(p.total as u64);
+                bar.set_position(p.done as u64);
+                bar.set_message(format!(
+                    "of {} (run {run} of {runs}), at {:.3} ms simulated",
+                    Bytes(size),
+                    p.at.0 as f64 * 1e-6
+                ));
+            };
+            let row = run_size_with_progress(&s.topo, &s.ranks, &bench, size, &mut report);
+            rows.push(row.map_err(|e| {
                 // Name what was taken down: it is what cut the ranks off.
                 if args.down.is_empty() {
                     input(anyhow!("{e}"))
@@ -332,6 +349,7 @@ pub fn run(args: BenchArgs) -> CmdResult {
         }
         results.push((variant, rows));
     }
+    bar.finish_and_clear();
     if let Some(path) = &args.report {
         let runs: Vec<(String, Vec<Row>)> = results
             .iter()

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
-use fabricsim_netsim::flows_file::{read_flows_csv, simulate_flows, EngineKind, QpUse};
+use fabricsim_netsim::flows_file::{read_flows_csv, simulate_flows, EngineKind, Progress, QpUse};
 use fabricsim_topology::figures::group;
 
 use crate::failure::{input, other, CmdResult};
@@ -93,8 +93,20 @@ pub fn run(args: FlowsArgs) -> CmdResult {
         (Some(n), QpModeArg::RoundRobin) => QpUse::RoundRobin(n),
         (Some(n), QpModeArg::Dynamic) => QpUse::Dynamic(n),
     };
-    let outcome = simulate_flows(&topo, policy, args.routing.hash()?, engine, qps, &flows)
-        .map_err(|e| input(anyhow::anyhow!("{path}: {e}")))?;
+    let hash = args.routing.hash()?;
+    let bar = crate::progress::bar(1, "flows done");
+    let mut report = |p: Progress| {
+        bar.set_length(p.total);
+        bar.set_position(p.done);
+        bar.set_message(format!(
+            "({} started), at {:.3} ms simulated",
+            p.started,
+            p.at.0 as f64 * 1e-6
+        ));
+    };
+    let outcome = simulate_flows(&topo, policy, hash, engine, qps, &flows, &mut report);
+    bar.finish_and_clear();
+    let outcome = outcome.map_err(|e| input(anyhow::anyhow!("{path}: {e}")))?;
     if let Some(path) = &args.links {
         crate::links::write_links(path, &topo, &outcome.links)?;
     }

@@ -29,7 +29,7 @@ pub use fabricsim_te::Routing;
 use fabricsim_topology::{LinkId, NodeId, NodeKind, Topology};
 
 use crate::algo::{plan, Algorithm, Fidelity, Request};
-use crate::exec::{run, ExecError, Transport};
+use crate::exec::{run_with_progress, ExecError, Progress, Transport};
 use crate::hardware::link_efficiency;
 use crate::layout::Ranks;
 use crate::model::Platform;
@@ -313,6 +313,17 @@ pub fn run_size(
     bench: &Bench,
     size: u64,
 ) -> Result<Row, BenchError> {
+    run_size_with_progress(topo, ranks, bench, size, &mut |_| {})
+}
+
+/// [`run_size`], telling `progress` how far the collective's run has come now and then.
+pub fn run_size_with_progress(
+    topo: &Topology,
+    ranks: &Ranks,
+    bench: &Bench,
+    size: u64,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Row, BenchError> {
     let op = bench.op;
     // The tuner's network path latency is routed under ECMP (TE's table needs the plan first;
     // both take shortest paths).
@@ -345,7 +356,7 @@ pub fn run_size(
     if let Routing::Te(solver) = bench.routing {
         net.set_policy(Box::new(te_policy(topo, ranks, bench, solver, sched)?));
     }
-    let outcome = run(
+    let outcome = run_with_progress(
         &mut net,
         Arc::clone(sched),
         &req,
@@ -353,6 +364,7 @@ pub fn run_size(
             protocol,
             ..bench.transport
         },
+        progress,
     )?;
     let state = net.link_state().clone();
     let stats = net.engine().link_stats();

@@ -633,6 +633,29 @@ pub fn run<E: Engine>(
     req: &Request<'_>,
     transport: Transport,
 ) -> Result<Outcome, ExecError> {
+    run_with_progress(net, sched, req, transport, &mut |_| {})
+}
+
+/// How far a run has come: the schedule's work done (transfers, or groups of them in step
+/// fidelity's stead), of how much, and the simulated time.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    pub done: usize,
+    pub total: usize,
+    pub at: Nanos,
+}
+
+/// Engine steps between two reports of [`run_with_progress`].
+const REPORT_EVERY: u32 = 4096;
+
+/// [`run`], telling `progress` how far it has come now and then, and at the end.
+pub fn run_with_progress<E: Engine>(
+    net: &mut Network<'_, E>,
+    sched: Arc<Schedule>,
+    req: &Request<'_>,
+    transport: Transport,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<Outcome, ExecError> {
     let now = net.engine().now();
     let mut x = Execution::new(net.topology(), sched, req, transport, now);
     let mut submitted = Vec::new();
@@ -640,7 +663,20 @@ pub fn run<E: Engine>(
     let mut owner: FxHashMap<FlowId, u32> = FxHashMap::default();
     let mut done = Vec::new();
     let mut at = now;
+    let mut steps = 0u32;
+    let report = |x: &Execution, at: Nanos, progress: &mut dyn FnMut(Progress)| {
+        let (left, total) = x.left();
+        progress(Progress {
+            done: total - left,
+            total,
+            at,
+        });
+    };
     loop {
+        steps = steps.wrapping_add(1);
+        if steps.is_multiple_of(REPORT_EVERY) {
+            report(&x, at, progress);
+        }
         submitted.clear();
         x.fire(net, at, &mut submitted)?;
         owner.extend(submitted.iter().copied());
@@ -665,5 +701,6 @@ pub fn run<E: Engine>(
         let (left, total) = x.left();
         return Err(ExecError::Stalled { left, total });
     }
+    report(&x, at, progress);
     Ok(x.outcome())
 }

@@ -470,3 +470,35 @@ fn groups_laid_out_alike_are_planned_alike() {
     mixed.swap(1, 8);
     assert!(!a.same_layout(&Ranks::new(&topo, mixed).unwrap()));
 }
+
+/// A step ring's run reports its transfers done on the way, never fewer than before, and all
+/// of them at the end; reporting changes nothing in the result.
+#[test]
+fn a_run_reports_its_progress_up_to_every_transfer() {
+    let topo = zone();
+    let r = ranks(&topo, 64, Placement::Contiguous);
+    let mut b = bench(
+        Collective::AllReduce,
+        Algorithm::Ring,
+        Routing::Hashed(Policy::Ecmp),
+        1,
+        Fidelity::Step,
+    );
+    b.channels = 2;
+    let mut reports = Vec::new();
+    let row =
+        fabricsim_collectives::bench::run_size_with_progress(&topo, &r, &b, 64 << 20, &mut |p| {
+            reports.push(p)
+        })
+        .unwrap();
+    assert_eq!(row, run(&topo, &r, &b, 64 << 20));
+    assert!(reports.len() > 1, "reports on the way, not only at the end");
+    for w in reports.windows(2) {
+        assert!(w[0].done <= w[1].done && w[0].at <= w[1].at);
+        assert_eq!(w[0].total, w[1].total);
+    }
+    let last = reports.last().unwrap();
+    assert!(last.total > 0);
+    assert_eq!(last.done, last.total);
+    assert!(reports.iter().any(|p| p.done > 0 && p.done < p.total));
+}

@@ -155,7 +155,21 @@ pub struct FlowsOutcome {
     pub links: Vec<crate::engine::LinkUse>,
 }
 
-/// Simulates `flows` in start order (ties in list order).
+/// How far a simulation of flows has come: engine flows (a flow's parts, split over QPs)
+/// started and finished, of how many, and the simulated time.
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    pub started: u64,
+    pub done: u64,
+    pub total: u64,
+    pub at: Nanos,
+}
+
+/// Flows started or engine steps between two reports to the progress callback.
+const REPORT_EVERY: usize = 4096;
+
+/// Simulates `flows` in start order (ties in list order), telling `progress` how far it has
+/// come now and then, and at the end.
 pub fn simulate_flows(
     topo: &Topology,
     policy: Policy,
@@ -163,6 +177,7 @@ pub fn simulate_flows(
     engine: EngineKind,
     qps: QpUse,
     flows: &[(usize, FlowRecord)],
+    progress: &mut dyn FnMut(Progress),
 ) -> Result<FlowsOutcome, FlowsError> {
     match engine {
         EngineKind::Flow => run(
@@ -171,6 +186,7 @@ pub fn simulate_flows(
             hash.seed,
             qps,
             flows,
+            progress,
         ),
         EngineKind::Analytical => run(
             Network::new(
@@ -182,6 +198,7 @@ pub fn simulate_flows(
             hash.seed,
             qps,
             flows,
+            progress,
         ),
     }
 }
@@ -254,8 +271,18 @@ fn run<E: Engine>(
     seed: u64,
     qps: QpUse,
     flows: &[(usize, FlowRecord)],
+    progress: &mut dyn FnMut(Progress),
 ) -> Result<FlowsOutcome, FlowsError> {
     let plan = qp_plan(qps, flows);
+    let total: u64 = plan.iter().map(|&(_, parts)| u64::from(parts)).sum();
+    let mut report = |started: u64, done: &[Completion], at: Nanos| {
+        progress(Progress {
+            started,
+            done: done.len() as u64,
+            total,
+            at,
+        })
+    };
     let mut order: Vec<usize> = (0..flows.len()).collect();
     order.sort_by_key(|&i| (flows[i].1.start, i));
     // Per flow: its parts' engine ids, which are consecutive (first, count).
@@ -265,11 +292,16 @@ fn run<E: Engine>(
         QpUse::Dynamic(n) => Some(Outstanding::new(n)),
         _ => None,
     };
-    for &i in &order {
+    let mut started = 0;
+    for (n, &i) in order.iter().enumerate() {
         let (line, f) = &flows[i];
         let (mut qp, parts) = plan[i];
         let seen = done.len();
         net.advance(f.start, &mut done);
+        if n.is_multiple_of(REPORT_EVERY) {
+            report(started, &done, f.start);
+        }
+        started += u64::from(parts);
         if let Some(d) = &mut dynamic {
             d.completed(&done[seen..]);
             qp = d.take(f.src, f.dst, f.qp);
@@ -293,7 +325,15 @@ fn run<E: Engine>(
             }
         }
     }
-    net.run_to_end(&mut done);
+    let mut steps = 0usize;
+    while let Some(t) = net.engine().next_event() {
+        net.advance(t, &mut done);
+        steps += 1;
+        if steps.is_multiple_of(REPORT_EVERY) {
+            report(total, &done, t);
+        }
+    }
+    report(total, &done, net.engine().now());
     let submitted = ids
         .iter()
         .map(|&(first, n)| (first + n) as usize)
@@ -364,5 +404,46 @@ mod tests {
         assert_eq!(q.take(a, b, 5), 6);
         // Another connection has its own QPs.
         assert_eq!(q.take(b, a, 5), 5);
+    }
+
+    /// Enough flows for reports on the way: what was started and finished only grows, and
+    /// the last report counts every engine flow (each flow's two QP parts) finished.
+    #[test]
+    fn progress_counts_up_to_every_engine_flow() {
+        let topo = fabricsim_topology::presets::build_with("leaf-spine", &[]).unwrap();
+        let gpus = topo.gpus();
+        let mut text = String::from("src,dst,bytes,start\n");
+        let n = 3 * REPORT_EVERY;
+        for i in 0..n {
+            let (s, d) = (i % gpus.len(), (i * 7 + 1) % gpus.len());
+            let d = if s == d { (d + 1) % gpus.len() } else { d };
+            let (s, d) = (topo.node_name(gpus[s]), topo.node_name(gpus[d]));
+            text.push_str(&format!("{s},{d},64KiB,{}\n", i * 10));
+        }
+        let flows = read_flows_csv(&text, &topo).unwrap();
+        let mut reports = Vec::new();
+        let hash = HashConfig::default();
+        let outcome = simulate_flows(
+            &topo,
+            Policy::Ecmp,
+            hash,
+            EngineKind::Flow,
+            QpUse::Split(2),
+            &flows,
+            &mut |p| reports.push(p),
+        )
+        .unwrap();
+        assert!(reports.len() > 3, "reports on the way, not only at the end");
+        for w in reports.windows(2) {
+            assert!(w[0].started <= w[1].started && w[0].done <= w[1].done);
+            assert!(w[0].at <= w[1].at);
+        }
+        let last = reports.last().unwrap();
+        assert_eq!(
+            (last.started, last.done, last.total),
+            (2 * n as u64, 2 * n as u64, 2 * n as u64)
+        );
+        assert_eq!(last.at, outcome.makespan);
+        assert!(reports.iter().any(|p| p.done > 0 && p.done < p.total));
     }
 }
