@@ -457,9 +457,12 @@ impl<'t> Orchestrator<'t> {
                 .insert(id, FlowOwner::Exec { instance: i, owner });
         }
         let inst = &mut self.instances[i as usize];
-        let x = inst.exec.as_ref().expect("checked above");
+        let x = inst.exec.as_mut().expect("checked above");
         if x.is_done() {
             let end = inst.start + x.outcome().time.0;
+            // Where its bundles went, for the group's next run of the plan.
+            let memo = &mut self.jobs[job as usize].groups[inst.group as usize].memo;
+            memo[inst.memo as usize].placements = x.take_placements();
             inst.exec = None;
             self.queue.push(Event::new(end.max(t), COLL_DONE, 0, i));
         } else if let Some(next) = x.next_event() {

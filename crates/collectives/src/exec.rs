@@ -26,7 +26,7 @@ use std::collections::{BTreeMap, BinaryHeap};
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
-use fabricsim_netsim::{Engine, FlowId, Leg, Legs, Network, NetworkError, Strand};
+use fabricsim_netsim::{Engine, FlowId, Leg, Legs, Network, NetworkError, PlacedBundle, Strand};
 use fabricsim_routing::key::mix;
 use fabricsim_routing::select::Ticket;
 use fabricsim_routing::{FlowKey, PathSelection};
@@ -151,6 +151,9 @@ pub struct Execution {
     tickets: BTreeMap<u32, Vec<Ticket>>,
     /// Owners done since the last [`Execution::fire`], and when.
     released: Vec<(u32, u64)>,
+    /// Per group (pipelined fidelity), where its bundle was placed the last time this plan ran
+    /// on these ranks ([`Execution::placing`]); empty: none kept.
+    placements: Vec<Option<PlacedBundle>>,
 }
 
 impl Execution {
@@ -191,6 +194,7 @@ impl Execution {
             flows: 0,
             tickets: BTreeMap::new(),
             released: Vec::new(),
+            placements: Vec::new(),
         };
         match &x.state {
             State::Steps(s) => {
@@ -210,6 +214,24 @@ impl Execution {
             }
         }
         x
+    }
+
+    /// Places each group's bundle where `placements` says the same group went the last time
+    /// this schedule ran on these ranks with this transport, and keeps where each goes now
+    /// ([`Network::submit_bundle_on`]); hand them back with [`Execution::take_placements`]
+    /// for the next run. Pipelined fidelity under hashed path selection only, where a group's
+    /// strands are a function of the schedule, the ranks and the transport alone.
+    pub fn placing(mut self, mut placements: Vec<Option<PlacedBundle>>) -> Execution {
+        if let State::Groups(_) = self.state {
+            placements.resize(self.sched.groups.len(), None);
+            self.placements = placements;
+        }
+        self
+    }
+
+    /// The placements kept ([`Execution::placing`]).
+    pub fn take_placements(&mut self) -> Vec<Option<PlacedBundle>> {
+        std::mem::take(&mut self.placements)
     }
 
     /// When the execution next acts on its own (a submission, an arrival, a group finishing).
@@ -434,14 +456,17 @@ impl Execution {
         owner: u32,
         submitted: &mut Vec<(FlowId, u32)>,
     ) -> Result<u64, ExecError> {
-        let cap = self
-            .costing
-            .group_cap
-            .map(|c| fabricsim_topology::Bandwidth(c.round() as u64));
-        let (id, latency) = net.submit_bundle(strands, bytes, cap)?;
+        let (id, latency) = net.submit_bundle(strands, bytes, self.cap())?;
         submitted.push((id, owner));
         self.flows += 1;
         Ok(latency.0)
+    }
+
+    /// NCCL's cap on the group's rate, if its protocol has one.
+    fn cap(&self) -> Option<fabricsim_topology::Bandwidth> {
+        self.costing
+            .group_cap
+            .map(|c| fabricsim_topology::Bandwidth(c.round() as u64))
     }
 
     /// Schedules `t`'s submission.
@@ -557,7 +582,17 @@ impl Execution {
             wire.iter().copied().zip(hops.iter().copied()),
             &self.platform,
         );
-        let latency = self.submit(net, strands, most, i, submitted)?;
+        let latency = if self.placements.is_empty() || net.path_selection() != PathSelection::Hashed
+        {
+            self.submit(net, strands, most, i, submitted)?
+        } else {
+            let cap = self.cap();
+            let at = &mut self.placements[i as usize];
+            let (id, latency) = net.submit_bundle_on(strands, most, cap, at)?;
+            submitted.push((id, i));
+            self.flows += 1;
+            latency.0
+        };
         if let State::Groups(g) = &mut self.state {
             g.crosses[i as usize] = crosses;
             g.fill[i as usize] = fill.0;

@@ -29,4 +29,4 @@ mod window;
 pub use analytical::AnalyticalEngine;
 pub use engine::{Completion, Engine, FlowId, FlowSpec, LinkStats, LinkUse};
 pub use flow_engine::FlowEngine;
-pub use network::{Fold, Leg, Legs, Network, NetworkError, Placement, Strand};
+pub use network::{Fold, Leg, Legs, Network, NetworkError, PlacedBundle, Placement, Strand};

@@ -124,6 +124,14 @@ pub struct Placement {
     epoch: u64,
 }
 
+/// Where a bundle was placed, and its latency, for the next submission of the same bundle
+/// ([`Network::submit_bundle_on`]).
+#[derive(Clone, Copy, Debug)]
+pub struct PlacedBundle {
+    at: Placement,
+    latency: Nanos,
+}
+
 /// Flows that stand for their orbits under a fabric automorphism: each flow submitted is one of
 /// `orbit` alike flows (its images), and the engine sees every link orbit as its first link,
 /// carrying `orbit / size` times the flow's share — the load the whole orbit of flows puts on
@@ -481,6 +489,42 @@ impl<'t, E: Engine> Network<'t, E> {
         let kept = self.recipes.push(recipe);
         debug_assert_eq!(kept, id.0, "the network submits every flow of its engine");
         Ok(id)
+    }
+
+    /// [`Network::submit_bundle`] of a bundle submitted again and again (a collective's
+    /// channel, each time its communicator runs the same plan): where the engine placed it
+    /// last, `at`, it places it again without looking it up or comparing its links, as
+    /// submitting it would, while the link state and the routing have not changed. `at` is
+    /// updated. `at` must have been filled by this call for the very same strands (the caller
+    /// keeps one per bundle it repeats); without attribution (else as `submit_bundle`).
+    pub fn submit_bundle_on(
+        &mut self,
+        strands: Vec<Strand>,
+        bytes: u64,
+        cap: Option<Bandwidth>,
+        at: &mut Option<PlacedBundle>,
+    ) -> Result<(FlowId, Nanos), NetworkError> {
+        if self.attribution.is_some() {
+            return self.submit_bundle(strands, bytes, cap);
+        }
+        let (version, epoch) = (self.state.version(), self.routing_epoch);
+        if let Some(p) = at.filter(|p| (p.at.version, p.at.epoch) == (version, epoch)) {
+            if let Some(id) = self.engine.submit_on(p.at.placed, bytes, cap) {
+                let kept = self.recipes.push(Recipe::of_bundle(strands));
+                debug_assert_eq!(kept, id.0, "the network submits every flow of its engine");
+                return Ok((id, p.latency));
+            }
+        }
+        let (id, latency) = self.submit_bundle(strands, bytes, cap)?;
+        *at = self.engine.placed(id).map(|placed| PlacedBundle {
+            at: Placement {
+                placed,
+                version,
+                epoch,
+            },
+            latency,
+        });
+        Ok((id, latency))
     }
 
     /// Submits a bundle of `bytes` (see the module docs); returns its id and its latency (the

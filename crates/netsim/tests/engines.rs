@@ -281,6 +281,84 @@ fn messages_placed_where_the_last_went_run_as_routed_ones() {
 }
 
 #[test]
+fn bundles_placed_where_the_last_went_run_as_submitted_ones() {
+    // Two bundles from rack 0 to rack 1, each two strands (one through a proxy GPU, as PXN
+    // sends), submitted again and again 20 µs apart, overlapping; the first one's uplink fails
+    // and comes back on the way. Each bundle placed where its last submission went (while the
+    // link state holds) or submitted afresh: the same completions, latencies and link figures.
+    let topo = build("meta-ai-zone", &[("racks", "2")]);
+    let gpu = |name: &str| id(&topo, name);
+    let key = |a: &str, b: &str, qp| FlowKey::connection(gpu(a), gpu(b), qp, 9);
+    let routed = |keys: &[FlowKey]| Strand {
+        legs: keys.iter().map(|&k| Leg::Routed(k)).collect(),
+        weight: 1.0,
+    };
+    let bundles = [
+        vec![
+            routed(&[key("host0/gpu0", "host2/gpu0", 0)]),
+            routed(&[
+                key("host0/gpu0", "host0/gpu1", 0),
+                key("host0/gpu1", "host2/gpu1", 0),
+            ]),
+        ],
+        vec![
+            routed(&[key("host1/gpu3", "host3/gpu3", 1)]),
+            routed(&[key("host1/gpu2", "host3/gpu5", 1)]),
+        ],
+    ];
+    let rtsw = id(&topo, "zone0/rack0/rtsw");
+    let run = |placed: bool| {
+        let router = Router::new(&topo, Policy::Ecmp, HashConfig::default());
+        let mut net = Network::new(&topo, router, FlowEngine::new(&topo));
+        net.memoize_routes();
+        let (mut at, mut done, mut uplink) = ([None, None], Vec::new(), None);
+        let mut latencies = Vec::new();
+        for i in 0..120u64 {
+            let now = Nanos(i * 20_000);
+            net.advance(now, &mut done);
+            if let (40 | 80, Some(l)) = (i, uplink) {
+                let condition = if i == 40 {
+                    LinkCondition::Down
+                } else {
+                    LinkCondition::Up
+                };
+                net.set_cable(l, condition);
+            }
+            let c = (i % 2) as usize;
+            let strands = bundles[c].clone();
+            let (flow, latency) = if placed {
+                net.submit_bundle_on(strands, 1 << 20, None, &mut at[c])
+            } else {
+                net.submit_bundle(strands, 1 << 20, None)
+            }
+            .unwrap();
+            latencies.push(latency);
+            let route = net.route_of(flow);
+            assert!(route.iter().all(|&(l, _)| net.link_state().is_up(l)));
+            if i == 0 {
+                let &(l, _) = route
+                    .iter()
+                    .find(|&&(l, _)| topo.link(l).src == rtsw)
+                    .unwrap();
+                uplink = Some(l);
+            }
+        }
+        net.run_to_end(&mut done);
+        let stats = net.link_stats();
+        (
+            done,
+            latencies,
+            stats.bytes,
+            stats.busy,
+            stats.peak_utilization,
+        )
+    };
+    let (on, submitted) = (run(true), run(false));
+    assert_eq!(on.0.len(), 120);
+    assert_eq!(on, submitted);
+}
+
+#[test]
 fn an_uplink_failure_mid_transfer_costs_what_the_lost_capacity_implies() {
     // Spray: 16 flows share rack 0's 16 uplinks evenly, each at the NIC rate. Halfway, one
     // uplink fails: the rest of every flow is re-spread over 15 uplinks at 15/16 of the rate.

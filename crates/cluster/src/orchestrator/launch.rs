@@ -93,13 +93,10 @@ impl<'t> Orchestrator<'t> {
             seed,
             gpu: self.jobs[j as usize].spec.generation(),
         };
-        self.instances[i as usize].exec = Some(Box::new(Execution::new(
-            topo,
-            sched,
-            &req,
-            transport,
-            Nanos(t),
-        )));
+        let placements =
+            std::mem::take(&mut self.jobs[j as usize].groups[g as usize].memo[memo].placements);
+        let x = Execution::new(topo, sched, &req, transport, Nanos(t)).placing(placements);
+        self.instances[i as usize].exec = Some(Box::new(x));
         self.touched.push(i);
         Ok(())
     }

@@ -236,6 +236,9 @@ pub(super) struct Memo {
     pub(super) bytes: u64,
     pub(super) choice: Option<Choice>,
     pub(super) schedule: Option<Arc<Schedule>>,
+    /// Where the schedule's bundles went the last time it ran on the group
+    /// ([`fabricsim_collectives::Execution::placing`]).
+    pub(super) placements: Vec<Option<fabricsim_netsim::PlacedBundle>>,
 }
 
 /// Algorithm, protocol, and the closed-form time (ns) of a collective inside one host.
@@ -351,6 +354,7 @@ pub(super) fn gs_memo_index(gs: &mut GroupState, op: Collective, bytes: u64) -> 
                 bytes,
                 choice: None,
                 schedule: None,
+                placements: Vec::new(),
             });
             gs.tallies.push((None, Tally::default()));
             gs.memo.len() - 1

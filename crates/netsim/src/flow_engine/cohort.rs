@@ -199,8 +199,8 @@ fn path_key(links: &[(LinkId, f64)], cap: f64, latency: Nanos) -> u64 {
 }
 
 /// `key`'s slot in the table of paths (the hash's top bits, its best mixed).
-fn path_slot(key: u64) -> u16 {
-    (key >> (64 - PATH_SLOTS.trailing_zeros())) as u16
+fn path_slot(key: u64) -> usize {
+    (key >> (64 - PATH_SLOTS.trailing_zeros())) as usize
 }
 
 impl FlowEngine {
@@ -239,7 +239,7 @@ impl FlowEngine {
     pub(super) fn place(&mut self, m: u32, spec: &FlowSpec<'_>, cap: f64, bytes: f64) {
         let (links, latency) = (spec.links, spec.latency);
         let key = path_key(links, cap, latency);
-        let slot = usize::from(path_slot(key));
+        let slot = path_slot(key);
         let (b, check) = self.paths[slot];
         if b != NO_COHORT && check == key as u32 && self.given_spec(b, spec, cap) {
             self.join_path(b, m, bytes);
@@ -285,7 +285,7 @@ impl FlowEngine {
     /// into that flow's cohort now: the table of paths still has the cohort in the path's slot,
     /// and the cap is the cohort's (the latency is in the key).
     pub(super) fn still_placed(&self, placed: Placed, cap: f64) -> bool {
-        let (b, check) = self.paths[usize::from(path_slot(placed.key))];
+        let (b, check) = self.paths[path_slot(placed.key)];
         b == placed.cohort
             && check == placed.key as u32
             && self.cohorts[b as usize].cap.to_bits() == cap.to_bits()
