@@ -22,7 +22,6 @@
 
 use std::sync::Arc;
 
-use rustc_hash::FxHashMap;
 
 use fabricsim_collectives::hardware::link_efficiency;
 use fabricsim_collectives::{plan, Collective, ExecError, Execution, Ranks, Request, Transport};
@@ -137,7 +136,7 @@ pub struct Orchestrator<'t> {
     transfers: Vec<Transfer>,
     free_transfers: Vec<u32>,
     /// Who each flow in flight belongs to.
-    flow_owner: FxHashMap<FlowId, FlowOwner>,
+    flow_owner: Owners,
     /// Ready ops not yet dispatched: (job, rank, op).
     ready: Vec<(u32, u32, u32)>,
     /// Instances whose executions must act at the current instant.
@@ -202,7 +201,7 @@ impl<'t> Orchestrator<'t> {
             free_instances: Vec::new(),
             transfers: Vec::new(),
             free_transfers: Vec::new(),
-            flow_owner: FxHashMap::default(),
+            flow_owner: Owners::default(),
             ready: Vec::new(),
             touched: Vec::new(),
             submitted: Vec::new(),
@@ -303,7 +302,7 @@ impl<'t> Orchestrator<'t> {
                 self.events += 1;
                 match self
                     .flow_owner
-                    .remove(&c.flow)
+                    .remove(c.flow)
                     .expect("every flow has an owner")
                 {
                     FlowOwner::Exec { instance, owner } => {

@@ -24,7 +24,7 @@ mod link_sum;
 pub mod maxmin;
 pub mod network;
 mod route_memo;
-mod window;
+pub mod window;
 
 pub use analytical::AnalyticalEngine;
 pub use engine::{Completion, Engine, FlowId, FlowSpec, LinkStats, LinkUse};

@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::ops::{Index, IndexMut, Range};
 
 #[derive(Clone, Debug)]
-pub(crate) struct Window<T> {
+pub struct Window<T> {
     /// The id of `items[0]`: every id before it was dropped.
     first: u32,
     items: VecDeque<T>,
@@ -40,6 +40,11 @@ impl<T> Window<T> {
         self.items.len()
     }
 
+    /// Whether no record is held.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
     /// The ids still held.
     pub fn ids(&self) -> Range<u32> {
         self.first..self.end()
@@ -49,6 +54,12 @@ impl<T> Window<T> {
     pub fn get(&self, id: u32) -> Option<&T> {
         id.checked_sub(self.first)
             .and_then(|i| self.items.get(i as usize))
+    }
+
+    /// `id`'s record to change, or `None` when it was dropped (or never handed out).
+    pub fn get_mut(&mut self, id: u32) -> Option<&mut T> {
+        id.checked_sub(self.first)
+            .and_then(|i| self.items.get_mut(i as usize))
     }
 
     /// Drops records from the oldest while `gone` says they are no longer wanted.

@@ -10,6 +10,8 @@ use rustc_hash::FxHashMap;
 
 use fabricsim_collectives::tuner::{predict, settle};
 use fabricsim_collectives::{Algorithm, Collective, Execution, Platform, Ranks, Request, Schedule};
+use fabricsim_netsim::window::Window;
+use fabricsim_netsim::FlowId;
 use fabricsim_routing::select::Ticket;
 use fabricsim_workload::{ComputeModel, OpKind, Program};
 
@@ -381,6 +383,34 @@ pub(super) struct Transfer {
 pub(super) enum FlowOwner {
     Exec { instance: u32, owner: u32 },
     Transfer(u32),
+}
+
+/// Who each flow in flight belongs to, by flow id. Ids are handed out in submission order and
+/// flows finish in about that order, so a window from the oldest unfinished flow on holds
+/// about the flows in flight, each found by its place rather than hashed.
+#[derive(Default)]
+pub(super) struct Owners(Window<Option<FlowOwner>>);
+
+impl Owners {
+    /// `flow`, just submitted, belongs to `owner`.
+    pub(super) fn insert(&mut self, flow: FlowId, owner: FlowOwner) {
+        while self.0.end() < flow.0 {
+            self.0.push(None);
+        }
+        debug_assert_eq!(
+            self.0.end(),
+            flow.0,
+            "flows are owned as they are submitted"
+        );
+        self.0.push(Some(owner));
+    }
+
+    /// The owner of `flow`, which is done: it is forgotten.
+    pub(super) fn remove(&mut self, flow: FlowId) -> Option<FlowOwner> {
+        let owner = self.0.get_mut(flow.0)?.take();
+        self.0.trim(Option::is_none);
+        owner
+    }
 }
 
 /// Dependency counters, two bytes each (a 16K-GPU job has tens of millions): the rare op with
