@@ -167,9 +167,11 @@ pub(super) const NO_COHORT: u32 = u32::MAX;
 
 /// Slots of the table of paths (`FlowEngine::paths`), a power of two: a cohort is found by its
 /// key's slot, and a later cohort whose key falls in the same slot takes it. A collision only
-/// forgoes the grouping, never merges different paths, and the table costs the same whether a
-/// run has a hundred paths or millions.
-pub(super) const PATH_SLOTS: usize = 1 << 16;
+/// forgoes the grouping, never merges different paths, and the table costs the same (2 MiB)
+/// whether a run has a hundred paths or millions. 2^16 slots were too few for a 2,048-GPU MoE
+/// job's all-to-all paths: paths pushed out between two runs of their collective made new
+/// cohorts (380 MB against 209 MB at 2^18; docs/performance.md).
+pub(super) const PATH_SLOTS: usize = 1 << 18;
 
 /// Links of a path that its key hashes, at most: a longer path (a pipelined ring's channels,
 /// thousands of links) hashes its length and this many of its links evenly spaced, the last
