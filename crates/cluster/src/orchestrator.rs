@@ -22,7 +22,6 @@
 
 use std::sync::Arc;
 
-
 use fabricsim_collectives::hardware::link_efficiency;
 use fabricsim_collectives::{plan, Collective, ExecError, Execution, Ranks, Request, Transport};
 use fabricsim_collectives::{Generation, Platform};

@@ -456,17 +456,20 @@ impl Execution {
         owner: u32,
         submitted: &mut Vec<(FlowId, u32)>,
     ) -> Result<u64, ExecError> {
-        let (id, latency) = net.submit_bundle(strands, bytes, self.cap())?;
+        let cap = self
+            .costing
+            .group_cap
+            .map(|c| fabricsim_topology::Bandwidth(c.round() as u64));
+        // A group's bundle goes where it went the last time, if kept (`placing`).
+        let kept =
+            matches!(self.state, State::Groups(_)) && net.path_selection() == PathSelection::Hashed;
+        let (id, latency) = match self.placements.get_mut(owner as usize).filter(|_| kept) {
+            Some(at) => net.submit_bundle_on(strands, bytes, cap, at)?,
+            None => net.submit_bundle(strands, bytes, cap)?,
+        };
         submitted.push((id, owner));
         self.flows += 1;
         Ok(latency.0)
-    }
-
-    /// NCCL's cap on the group's rate, if its protocol has one.
-    fn cap(&self) -> Option<fabricsim_topology::Bandwidth> {
-        self.costing
-            .group_cap
-            .map(|c| fabricsim_topology::Bandwidth(c.round() as u64))
     }
 
     /// Schedules `t`'s submission.
@@ -582,17 +585,7 @@ impl Execution {
             wire.iter().copied().zip(hops.iter().copied()),
             &self.platform,
         );
-        let latency = if self.placements.is_empty() || net.path_selection() != PathSelection::Hashed
-        {
-            self.submit(net, strands, most, i, submitted)?
-        } else {
-            let cap = self.cap();
-            let at = &mut self.placements[i as usize];
-            let (id, latency) = net.submit_bundle_on(strands, most, cap, at)?;
-            submitted.push((id, i));
-            self.flows += 1;
-            latency.0
-        };
+        let latency = self.submit(net, strands, most, i, submitted)?;
         if let State::Groups(g) = &mut self.state {
             g.crosses[i as usize] = crosses;
             g.fill[i as usize] = fill.0;
@@ -671,8 +664,8 @@ pub fn run<E: Engine>(
     run_with_progress(net, sched, req, transport, &mut |_| {})
 }
 
-/// How far a run has come: the schedule's work done (transfers, or groups of them in step
-/// fidelity's stead), of how much, and the simulated time.
+/// How far a run has come: the schedule's work done (transfers in step fidelity, groups of
+/// them in pipelined), of how much, and the simulated time.
 #[derive(Clone, Copy, Debug)]
 pub struct Progress {
     pub done: usize,
