@@ -45,6 +45,9 @@ pub(super) struct Cohort {
     pub active: bool,
     /// Whether its links leave out the shadows of twin links it crosses (`twins.rs`).
     pub folded: bool,
+    /// Whether the table of paths still holds it in its key's slot (a later cohort whose key
+    /// fell in that slot took it): a flow placed on it before may join it again only then.
+    pub in_table: bool,
     /// Where most of a folded cohort's path is shadows, its path as it was given, with them:
     /// an index into the engine's `given` (else `NOT_KEPT`). A path met again is then found
     /// by comparing it with this, where a fold would look up each of its links; others are
@@ -148,6 +151,7 @@ impl Cohort {
             drain_at: super::NEVER,
             queued_at: super::NEVER,
             active: true,
+            in_table: true,
             due: Targets::default(),
         }
     }
@@ -277,6 +281,9 @@ impl FlowEngine {
             mark: 0,
             slot: PENDING,
         });
+        if let Some(old) = self.cohorts.get_mut(self.paths[slot].0 as usize) {
+            old.in_table = false;
+        }
         self.paths[slot] = (b, key as u32);
         self.enlist(b, m, bytes);
         self.attach(b);
@@ -287,10 +294,12 @@ impl FlowEngine {
     /// into that flow's cohort now: the table of paths still has the cohort in the path's slot,
     /// and the cap is the cohort's (the latency is in the key).
     pub(super) fn still_placed(&self, placed: Placed, cap: f64) -> bool {
-        let (b, check) = self.paths[path_slot(placed.key)];
-        b == placed.cohort
-            && check == placed.key as u32
-            && self.cohorts[b as usize].cap.to_bits() == cap.to_bits()
+        let cohort = &self.cohorts[placed.cohort as usize];
+        debug_assert_eq!(
+            cohort.in_table,
+            self.paths[path_slot(placed.key)] == (placed.cohort, placed.key as u32)
+        );
+        cohort.in_table && cohort.cap.to_bits() == cap.to_bits()
     }
 
     /// Member `m` joins cohort `b`, found in the table of paths: in flight, or retired and
