@@ -1,7 +1,7 @@
 //! The engines against closed forms, each other, failures, and the max-min certificate.
 
 use fabricsim_netsim::network::{Leg, Strand};
-use fabricsim_netsim::{AnalyticalEngine, Completion, Engine, FlowEngine, Network};
+use fabricsim_netsim::{AnalyticalEngine, Completion, Engine, FlowEngine, FlowId, Network};
 use fabricsim_routing::{FlowKey, HashConfig, LinkCondition, Policy, Router};
 use fabricsim_topology::presets;
 use fabricsim_topology::{Bandwidth, LinkId, Nanos, NodeId, Topology};
@@ -225,66 +225,89 @@ fn memoized_bundles_follow_the_link_state() {
     }
 }
 
+/// What [`across_an_uplink_failure`] saw: the completions, each submission's latency, and the
+/// links' bytes, busy times and peaks.
+type Seen = (Vec<Completion>, Vec<Nanos>, Vec<f64>, Vec<Nanos>, Vec<f64>);
+
+/// 120 submissions of 1 MiB 20 µs apart, overlapping, alternating between two senders from
+/// rack 0 to rack 1 of `topo` (`send(net, sender, now)` submits one); the rack-0 uplink of the
+/// first one's route fails at the 40th and comes back at the 80th. Every submission must be on
+/// links up.
+fn across_an_uplink_failure(
+    topo: &Topology,
+    mut send: impl FnMut(&mut Network<'_, FlowEngine>, usize, Nanos) -> (FlowId, Nanos),
+) -> Seen {
+    let rtsw = id(topo, "zone0/rack0/rtsw");
+    let router = Router::new(topo, Policy::Ecmp, HashConfig::default());
+    let mut net = Network::new(topo, router, FlowEngine::new(topo));
+    net.memoize_routes();
+    let (mut done, mut uplink, mut latencies) = (Vec::new(), None, Vec::new());
+    for i in 0..120u64 {
+        let now = Nanos(i * 20_000);
+        net.advance(now, &mut done);
+        if let (40 | 80, Some(l)) = (i, uplink) {
+            let condition = if i == 40 {
+                LinkCondition::Down
+            } else {
+                LinkCondition::Up
+            };
+            net.set_cable(l, condition);
+        }
+        let (flow, latency) = send(&mut net, (i % 2) as usize, now);
+        latencies.push(latency);
+        let route = net.route_of(flow);
+        assert!(route.iter().all(|&(l, _)| net.link_state().is_up(l)));
+        if i == 0 {
+            let &(l, _) = route
+                .iter()
+                .find(|&&(l, _)| topo.link(l).src == rtsw)
+                .unwrap();
+            uplink = Some(l);
+        }
+    }
+    net.run_to_end(&mut done);
+    let stats = net.link_stats();
+    (
+        done,
+        latencies,
+        stats.bytes,
+        stats.busy,
+        stats.peak_utilization,
+    )
+}
+
 #[test]
 fn messages_placed_where_the_last_went_run_as_routed_ones() {
-    // Two connections from rack 0 to rack 1 send 1 MiB messages 20 µs apart, overlapping;
-    // the first one's uplink fails and comes back on the way. Each message placed where its
-    // connection's last one went (while the link state holds) or routed: the same completions
-    // and link figures, and each connection's messages on its route of the moment.
+    // Two connections send messages across an uplink's failure and repair, each placed where
+    // its connection's last one went (while the link state holds) or routed: the same
+    // completions and link figures, and each message on its route of the moment.
     let topo = build("meta-ai-zone", &[("racks", "2")]);
     let gpu = |name: &str| id(&topo, name);
     let keys = [
         FlowKey::connection(gpu("host0/gpu0"), gpu("host2/gpu0"), 0, 9),
         FlowKey::connection(gpu("host1/gpu3"), gpu("host3/gpu3"), 0, 9),
     ];
-    let rtsw = id(&topo, "zone0/rack0/rtsw");
-    let run = |placed: bool| {
-        let router = Router::new(&topo, Policy::Ecmp, HashConfig::default());
-        let mut net = Network::new(&topo, router, FlowEngine::new(&topo));
-        net.memoize_routes();
-        let (mut at, mut done, mut uplink) = ([None, None], Vec::new(), None);
-        for i in 0..120u64 {
-            let now = Nanos(i * 20_000);
-            net.advance(now, &mut done);
-            if let (40 | 80, Some(l)) = (i, uplink) {
-                let condition = if i == 40 {
-                    LinkCondition::Down
-                } else {
-                    LinkCondition::Up
-                };
-                net.set_cable(l, condition);
-            }
-            let c = (i % 2) as usize;
-            let (flow, _) = if placed {
-                net.submit_message_on(keys[c], 1 << 20, now, &mut at[c])
-            } else {
-                net.submit_message(keys[c], 1 << 20, now)
-            }
+    let mut at = [None, None];
+    let on = across_an_uplink_failure(&topo, |net, c, now| {
+        let (flow, _) = net
+            .submit_message_on(keys[c], 1 << 20, now, &mut at[c])
             .unwrap();
-            let route = net.route_of(flow);
-            assert!(route.iter().all(|&(l, _)| net.link_state().is_up(l)));
-            if i == 0 {
-                let &(l, _) = route
-                    .iter()
-                    .find(|&&(l, _)| topo.link(l).src == rtsw)
-                    .unwrap();
-                uplink = Some(l);
-            }
-        }
-        net.run_to_end(&mut done);
-        let stats = net.link_stats();
-        (done, stats.bytes, stats.busy, stats.peak_utilization)
-    };
-    let (on, routed) = (run(true), run(false));
+        (flow, Nanos(0))
+    });
+    let routed = across_an_uplink_failure(&topo, |net, c, now| {
+        (
+            net.submit_message(keys[c], 1 << 20, now).unwrap().0,
+            Nanos(0),
+        )
+    });
     assert_eq!(on.0.len(), 120);
     assert_eq!(on, routed);
 }
 
 #[test]
 fn bundles_placed_where_the_last_went_run_as_submitted_ones() {
-    // Two bundles from rack 0 to rack 1, each two strands (one through a proxy GPU, as PXN
-    // sends), submitted again and again 20 µs apart, overlapping; the first one's uplink fails
-    // and comes back on the way. Each bundle placed where its last submission went (while the
+    // Two bundles, each two strands (one through a proxy GPU, as PXN sends), submitted across
+    // an uplink's failure and repair, each placed where its last submission went (while the
     // link state holds) or submitted afresh: the same completions, latencies and link figures.
     let topo = build("meta-ai-zone", &[("racks", "2")]);
     let gpu = |name: &str| id(&topo, name);
@@ -306,54 +329,16 @@ fn bundles_placed_where_the_last_went_run_as_submitted_ones() {
             routed(&[key("host1/gpu2", "host3/gpu5", 1)]),
         ],
     ];
-    let rtsw = id(&topo, "zone0/rack0/rtsw");
-    let run = |placed: bool| {
-        let router = Router::new(&topo, Policy::Ecmp, HashConfig::default());
-        let mut net = Network::new(&topo, router, FlowEngine::new(&topo));
-        net.memoize_routes();
-        let (mut at, mut done, mut uplink) = ([None, None], Vec::new(), None);
-        let mut latencies = Vec::new();
-        for i in 0..120u64 {
-            let now = Nanos(i * 20_000);
-            net.advance(now, &mut done);
-            if let (40 | 80, Some(l)) = (i, uplink) {
-                let condition = if i == 40 {
-                    LinkCondition::Down
-                } else {
-                    LinkCondition::Up
-                };
-                net.set_cable(l, condition);
-            }
-            let c = (i % 2) as usize;
-            let strands = bundles[c].clone();
-            let (flow, latency) = if placed {
-                net.submit_bundle_on(strands, 1 << 20, None, &mut at[c])
-            } else {
-                net.submit_bundle(strands, 1 << 20, None)
-            }
-            .unwrap();
-            latencies.push(latency);
-            let route = net.route_of(flow);
-            assert!(route.iter().all(|&(l, _)| net.link_state().is_up(l)));
-            if i == 0 {
-                let &(l, _) = route
-                    .iter()
-                    .find(|&&(l, _)| topo.link(l).src == rtsw)
-                    .unwrap();
-                uplink = Some(l);
-            }
-        }
-        net.run_to_end(&mut done);
-        let stats = net.link_stats();
-        (
-            done,
-            latencies,
-            stats.bytes,
-            stats.busy,
-            stats.peak_utilization,
-        )
-    };
-    let (on, submitted) = (run(true), run(false));
+    let mut at = [None, None];
+    let on = across_an_uplink_failure(&topo, |net, c, _| {
+        let strands = bundles[c].clone();
+        net.submit_bundle_on(strands, 1 << 20, None, &mut at[c])
+            .unwrap()
+    });
+    let submitted = across_an_uplink_failure(&topo, |net, c, _| {
+        net.submit_bundle(bundles[c].clone(), 1 << 20, None)
+            .unwrap()
+    });
     assert_eq!(on.0.len(), 120);
     assert_eq!(on, submitted);
 }

@@ -45,8 +45,9 @@ pub(super) struct Cohort {
     pub active: bool,
     /// Whether its links leave out the shadows of twin links it crosses (`twins.rs`).
     pub folded: bool,
-    /// Whether the table of paths still holds it in its key's slot (a later cohort whose key
-    /// fell in that slot took it): a flow placed on it before may join it again only then.
+    /// Whether the table of paths still holds it in its key's slot (false once a later cohort
+    /// whose key fell in that slot took it): only then may a flow join it where one was placed
+    /// before (`still_placed`).
     pub in_table: bool,
     /// Where most of a folded cohort's path is shadows, its path as it was given, with them:
     /// an index into the engine's `given` (else `NOT_KEPT`). A path met again is then found
