@@ -154,6 +154,8 @@ pub struct Execution {
     /// Per group (pipelined fidelity), where its bundle was placed the last time this plan ran
     /// on these ranks ([`Execution::placing`]); empty: none kept.
     placements: Vec<Option<PlacedBundle>>,
+    /// The group being submitted: its transfers, their wire bytes and hops.
+    edges: Vec<(u32, u64, HopKind)>,
 }
 
 impl Execution {
@@ -195,6 +197,7 @@ impl Execution {
             tickets: BTreeMap::new(),
             released: Vec::new(),
             placements: Vec::new(),
+            edges: Vec::new(),
         };
         match &x.state {
             State::Steps(s) => {
@@ -554,15 +557,17 @@ impl Execution {
         let State::Groups(g) = &self.state else {
             unreachable!("group submissions only in pipelined fidelity")
         };
-        let edges = g.members.get(i).to_vec();
-        let wire: Vec<u64> = edges
-            .iter()
-            .map(|&t| self.costing.wire(self.sched.transfer(t).bytes))
-            .collect();
-        let most = wire.iter().copied().max().unwrap_or(0);
+        // The group's edges, their wire bytes and hops, in a buffer kept from group to group.
+        let mut edges = std::mem::take(&mut self.edges);
+        edges.clear();
+        edges.extend(g.members.get(i).iter().map(|&t| {
+            let tr = self.sched.transfer(t);
+            (t, self.costing.wire(tr.bytes), self.hop(&tr))
+        }));
+        let most = edges.iter().map(|&(_, w, _)| w).max().unwrap_or(0);
         let mut strands = Vec::with_capacity(edges.len());
         let now = self.end;
-        for (&t, &w) in edges.iter().zip(&wire) {
+        for &(t, w, _) in &edges {
             let tr = self.sched.transfer(t);
             let qps = self.qps_for(&tr);
             let share = if most > 0 {
@@ -575,16 +580,13 @@ impl Execution {
                 strands.push(self.strand(net, &tr, q, share / f64::from(qps), bytes, now, i)?);
             }
         }
-        let hops: Vec<HopKind> = edges
-            .iter()
-            .map(|&t| self.hop(&self.sched.transfer(t)))
-            .collect();
-        let crosses = hops.contains(&HopKind::Network);
+        let crosses = edges.iter().any(|&(_, _, hop)| hop == HopKind::Network);
         let fill = self.costing.fill_time(
             &self.sched.groups[i as usize],
-            wire.iter().copied().zip(hops.iter().copied()),
+            edges.iter().map(|&(_, w, hop)| (w, hop)),
             &self.platform,
         );
+        self.edges = edges;
         let latency = self.submit(net, strands, most, i, submitted)?;
         if let State::Groups(g) = &mut self.state {
             g.crosses[i as usize] = crosses;
