@@ -412,21 +412,37 @@ impl<'t, E: Engine> Network<'t, E> {
         if self.path_selection() != PathSelection::Hashed || self.attribution.is_some() {
             return self.submit_message(key, bytes, now);
         }
-        let (version, epoch) = (self.state.version(), self.routing_epoch);
-        if let Some(p) = at.filter(|p| (p.version, p.epoch) == (version, epoch)) {
-            if let Some(id) = self.engine.submit_on(p.placed, bytes, None) {
-                let kept = self.recipes.push(Recipe::Key(key));
-                debug_assert_eq!(kept, id.0, "the network submits every flow of its engine");
-                return Ok((id, None));
-            }
+        if let Some(id) = self.submit_again(*at, bytes, None) {
+            let kept = self.recipes.push(Recipe::Key(key));
+            debug_assert_eq!(kept, id.0, "the network submits every flow of its engine");
+            return Ok((id, None));
         }
         let id = self.submit(key, bytes, None)?;
-        *at = self.engine.placed(id).map(|placed| Placement {
-            placed,
-            version,
-            epoch,
-        });
+        *at = self.placement_of(id);
         Ok((id, None))
+    }
+
+    /// Submits `bytes` under `cap` where `at` says a flow on the same links went, if that still
+    /// holds: the link state and the routing as they were then, and the engine placing it
+    /// there now.
+    fn submit_again(
+        &mut self,
+        at: Option<Placement>,
+        bytes: u64,
+        cap: Option<Bandwidth>,
+    ) -> Option<FlowId> {
+        let p =
+            at.filter(|p| (p.version, p.epoch) == (self.state.version(), self.routing_epoch))?;
+        self.engine.submit_on(p.placed, bytes, cap)
+    }
+
+    /// Where the engine placed `flow`, just submitted, under the link state and routing now.
+    fn placement_of(&self, flow: FlowId) -> Option<Placement> {
+        self.engine.placed(flow).map(|placed| Placement {
+            placed,
+            version: self.state.version(),
+            epoch: self.routing_epoch,
+        })
     }
 
     /// Submits a message of `bytes` on connection `key` at `now` where the hosts' path
@@ -507,23 +523,15 @@ impl<'t, E: Engine> Network<'t, E> {
         if self.attribution.is_some() {
             return self.submit_bundle(strands, bytes, cap);
         }
-        let (version, epoch) = (self.state.version(), self.routing_epoch);
-        if let Some(p) = at.filter(|p| (p.at.version, p.at.epoch) == (version, epoch)) {
-            if let Some(id) = self.engine.submit_on(p.at.placed, bytes, cap) {
+        if let Some(p) = *at {
+            if let Some(id) = self.submit_again(Some(p.at), bytes, cap) {
                 let kept = self.recipes.push(Recipe::of_bundle(strands));
                 debug_assert_eq!(kept, id.0, "the network submits every flow of its engine");
                 return Ok((id, p.latency));
             }
         }
         let (id, latency) = self.submit_bundle(strands, bytes, cap)?;
-        *at = self.engine.placed(id).map(|placed| PlacedBundle {
-            at: Placement {
-                placed,
-                version,
-                epoch,
-            },
-            latency,
-        });
+        *at = self.placement_of(id).map(|at| PlacedBundle { at, latency });
         Ok((id, latency))
     }
 
