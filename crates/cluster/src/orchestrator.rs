@@ -339,11 +339,16 @@ impl<'t> Orchestrator<'t> {
             job.stats.exposed_comm_ns = job.stats.exposed_by_scope.iter().sum();
             job.stats.hardware_flops *= order as f64;
             for (gs, group) in job.groups.iter().zip(&job.spec.workload.groups) {
-                for (m, &(algorithm, tally)) in gs.memo.iter().zip(&gs.tallies) {
-                    if tally.count > 0 {
+                for m in &gs.memo {
+                    if m.tally.count > 0 {
                         let ranks = group.ranks.len();
-                        job.stats
-                            .add_collectives(m.op, &group.name, ranks, algorithm, tally);
+                        job.stats.add_collectives(
+                            m.op,
+                            &group.name,
+                            ranks,
+                            names(m.algorithm),
+                            m.tally,
+                        );
                     }
                 }
             }
@@ -756,9 +761,9 @@ impl<'t> Orchestrator<'t> {
         let algorithm = inst.algorithm;
         let job = &mut self.jobs[j as usize];
         let weight = job.weight[g as usize];
-        let tally = &mut job.groups[g as usize].tallies[memo as usize];
-        tally.0 = algorithm;
-        tally.1.add(bytes, t - start, weight);
+        let entry = &mut job.groups[g as usize].memo[memo as usize];
+        entry.algorithm = algorithm;
+        entry.tally.add(bytes, t - start, weight);
         let scope = job.scopes[g as usize];
         for &(r, op_index, arrived) in &members {
             job.comm_ended(r, op_index, scope, arrived, t, algorithm);

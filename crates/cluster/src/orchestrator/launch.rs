@@ -105,7 +105,7 @@ impl<'t> Orchestrator<'t> {
     /// `t`. Whether it did.
     pub(super) fn start_chosen(&mut self, i: u32, choice: Choice, t: u64) -> bool {
         let (algorithm, protocol, closed_ns) = choice;
-        self.instances[i as usize].algorithm = Some((algorithm.name(), protocol.name()));
+        self.instances[i as usize].algorithm = Some((algorithm, protocol));
         if let Some(ns) = closed_ns {
             self.queue.push(Event::new(t + ns, COLL_DONE, 0, i));
         }

@@ -147,8 +147,8 @@ pub(super) struct Instance {
     pub(super) start: u64,
     /// Its (operation, size)'s index in the group's memo, once started.
     pub(super) memo: u32,
-    /// What runs it, (algorithm, protocol) names, once started (`None` for one rank).
-    pub(super) algorithm: Option<(&'static str, &'static str)>,
+    /// What runs it, once started (`None` for one rank).
+    pub(super) algorithm: Option<Ran>,
     /// Boxed: an instance is moved whole when its slot is reused, and most never run one
     /// (a collective inside one host is a closed form).
     pub(super) exec: Option<Box<Execution>>,
@@ -163,12 +163,9 @@ pub(super) struct GroupState {
     /// Instances by sequence number: arrived members.
     pub(super) pending: Pending,
     pub(super) ranks: Option<Ranks>,
-    /// Per (operation, size) the group has run: what was chosen and planned the first time.
+    /// Per (operation, size) the group has run: what was chosen and planned the first time,
+    /// and the collectives done.
     pub(super) memo: Vec<Memo>,
-    /// Per memo entry, in the same order: the collectives done and what ran them; folded
-    /// into the job's statistics when the run ends (a tally found per collective cost a
-    /// search of the job's keys, millions of times).
-    pub(super) tallies: Vec<(Option<(&'static str, &'static str)>, Tally)>,
     /// The seed of its connections' ports, once computed (see `try_start`).
     pub(super) seed: Option<u64>,
 }
@@ -232,15 +229,39 @@ impl Pending {
 }
 
 /// What a group's collective of one operation and size was given the first time; the same
-/// inputs give the same choice and the same plan, so later instances reuse them.
+/// inputs give the same choice and the same plan, so later instances reuse them. Laid out so
+/// that starting a collective (which reads the key and the choice) and finishing it (which
+/// counts it in the tally) touch one cache line.
+#[repr(C, align(64))]
 pub(super) struct Memo {
     pub(super) op: Collective,
+    /// What ran the collectives done, named when the run ends.
+    pub(super) algorithm: Option<Ran>,
     pub(super) bytes: u64,
     pub(super) choice: Option<Choice>,
+    /// The collectives done, folded into the job's statistics when the run ends (a tally
+    /// found per collective cost a search of the job's keys, millions of times).
+    pub(super) tally: Tally,
     pub(super) schedule: Option<Arc<Schedule>>,
     /// Where the schedule's bundles went the last time it ran on the group
     /// ([`fabricsim_collectives::Execution::placing`]).
     pub(super) placements: Vec<Option<fabricsim_netsim::PlacedBundle>>,
+}
+
+const _: () = assert!(
+    std::mem::offset_of!(Memo, schedule) == 64,
+    "the hot fields fill line one"
+);
+
+/// The algorithm and protocol that ran a collective.
+pub(super) type Ran = (
+    fabricsim_collectives::Algorithm,
+    fabricsim_collectives::Protocol,
+);
+
+/// Their names, as the statistics keep them.
+pub(super) fn names(ran: Option<Ran>) -> Option<(&'static str, &'static str)> {
+    ran.map(|(a, p)| (a.name(), p.name()))
 }
 
 /// Algorithm, protocol, and the closed-form time (ns) of a collective inside one host.
@@ -353,12 +374,13 @@ pub(super) fn gs_memo_index(gs: &mut GroupState, op: Collective, bytes: u64) -> 
         None => {
             gs.memo.push(Memo {
                 op,
+                algorithm: None,
                 bytes,
                 choice: None,
+                tally: Tally::default(),
                 schedule: None,
                 placements: Vec::new(),
             });
-            gs.tallies.push((None, Tally::default()));
             gs.memo.len() - 1
         }
     }
@@ -564,7 +586,6 @@ impl JobState {
                 pending: Pending::default(),
                 ranks: None,
                 memo: Vec::new(),
-                tallies: Vec::new(),
                 seed: None,
             })
             .collect();
@@ -653,7 +674,7 @@ impl JobState {
         scope: CommScope,
         since: u64,
         t: u64,
-        algorithm: Option<(&'static str, &'static str)>,
+        algorithm: Option<Ran>,
     ) {
         let rank = &mut self.ranks[r as usize];
         rank.account(t);
@@ -667,7 +688,7 @@ impl JobState {
             OpKind::Collective { bytes, group, .. } => Detail {
                 bytes,
                 group: Some(binding.groups[group as usize]),
-                algorithm,
+                algorithm: names(algorithm),
                 ..Detail::default()
             },
             OpKind::Send { peer, bytes, .. } | OpKind::Recv { peer, bytes, .. } => Detail {
