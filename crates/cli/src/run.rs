@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::anyhow;
 use clap::Args;
 use fabricsim_cluster::control::{TeConfig, Trigger};
+use fabricsim_cluster::layout::RankLayout;
 use fabricsim_cluster::orchestrator::{RunError, RunOptions, SymmetryUse};
 use fabricsim_cluster::overrides::Override;
 use fabricsim_cluster::placement::Placement;
@@ -110,6 +111,11 @@ pub struct ReplayArgs {
     /// packed or random.
     #[arg(long, default_value = "packed")]
     placement: String,
+    /// How the trace's ranks go onto the placed GPUs: `trace` (rank i on the i-th GPU) or
+    /// `communicators` (the busiest communicators that fit in a host inside one;
+    /// docs/commands/replay.md#rank-layout).
+    #[arg(long, default_value = "trace", value_name = "LAYOUT")]
+    ranks: String,
     /// Refuse a trace the import would warn about: ranks that disagree (a send without its
     /// receive, different sizes or collectives in one group) or dependencies it had to repair.
     #[arg(long)]
@@ -227,6 +233,12 @@ pub fn replay(args: ReplayArgs) -> CmdResult {
                 prefix: PathBuf::from(&args.prefix),
                 groups: args.groups.clone(),
                 strict: args.strict,
+                ranks: RankLayout::parse(&args.ranks).ok_or_else(|| {
+                    input(anyhow!(
+                        "--ranks {}: expected trace or communicators",
+                        args.ranks
+                    ))
+                })?,
             },
             comm: CommConfig::default(),
         }],
@@ -428,7 +440,17 @@ fn run_params(
             Placement::Random { seed } => format!("random (seed {seed})"),
             Placement::Hosts(h) => format!("{} listed hosts", h.len()),
         };
-        p.push((format!("job {}", j.name), format!("{placement} placement")));
+        let ranks = match j.workload {
+            WorkloadSource::Chakra {
+                ranks: RankLayout::Communicators,
+                ..
+            } => ", ranks laid by communicators",
+            _ => "",
+        };
+        p.push((
+            format!("job {}", j.name),
+            format!("{placement} placement{ranks}"),
+        ));
     }
     for w in &run.warnings {
         p.push(("warning".to_string(), w.clone()));

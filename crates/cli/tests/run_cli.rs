@@ -57,6 +57,7 @@ fn bad_scenarios_name_the_file_and_key() {
         ("[[job]]\nname = \"a\"\n[job.llm]\nmodel = \"llama3-8b\"\nseq = 8192\nglobal_batch = 1\n[job.efficiency]\nlaunch = 3\n", "unknown field `launch`"),
         ("[routing]\nhash = \"crc16,tier4=crc32\"\n[[job]]\nname = \"a\"\n[job.llm]\nmodel = \"llama3-8b\"\nseq = 8192\nglobal_batch = 1\n", "[routing] hash = `crc16,tier4=crc32`: expected a hash function"),
         ("[[job]]\nname = \"a\"\n[job.llm]\nmodel = \"llama3-8b\"\nseq = 8192\nglobal_batch = 1\norder = \"tp-dp\"\n", "order = \"tp-dp\": expected tp, cp, pp and dp each once"),
+        ("[[job]]\nname = \"a\"\n[job.chakra]\nprefix = \"t\"\nranks = \"racks\"\n", "chakra.ranks = \"racks\": expected trace or communicators"),
     ] {
         let path = dir.path().join("s.toml");
         std::fs::write(&path, text).unwrap();
@@ -653,4 +654,43 @@ fn jobs_bytes_per_link_add_up_and_name_the_jobs_they_met() {
     let html = self_contained_report(&report, 3);
     assert!(html.contains("Links each job loaded most"));
     assert!(html.contains("job-a: shares fabric links with job-b"));
+}
+
+/// The default job exported with data parallelism innermost, as symbolic_tensor_graph numbers
+/// ranks: replayed in the trace's order its tensor-parallel groups span hosts, and the replay
+/// says so; laid by its communicators they are back inside hosts, and the iteration is within
+/// 1 % of the job's own (its DP and PP ranks sit on other hosts of the same rack).
+#[test]
+fn a_trace_laid_by_its_communicators_keeps_tensor_parallelism_inside_hosts() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("job");
+    let p = p.to_str().unwrap();
+    let run = fabricsim(&["run", "--json"]);
+    let export = fabricsim(&[
+        "run",
+        "--set",
+        "job.llama3-8b.llm.order=dp-tp-cp-pp",
+        "--export-chakra",
+        p,
+    ]);
+    assert!(export.status.success(), "{}", stderr(&export));
+    let groups = format!("{p}.json");
+    let replay = |ranks: &str| {
+        let o = fabricsim(&["replay", p, "--groups", &groups, "--json", "--ranks", ranks]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        (v["jobs"][0]["iteration_ms"].as_f64().unwrap(), stderr(&o))
+    };
+    let (trace, warned) = replay("trace");
+    assert!(warned.contains("communicator `tp0` (8 ranks") && warned.contains("spans 4 hosts"));
+    let (laid, quiet) = replay("communicators");
+    assert!(!quiet.contains("spans"), "{quiet}");
+    let run: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    let own = run["jobs"][0]["iteration_ms"].as_f64().unwrap();
+    assert!((laid - own).abs() < 0.01 * own, "{laid} against {own}");
+    assert!(trace > 1.5 * own, "tensor parallelism over the network: {trace} ms");
+
+    let bad = fabricsim(&["replay", p, "--groups", &groups, "--ranks", "rack"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("--ranks rack: expected trace or communicators"));
 }

@@ -19,6 +19,7 @@ pub mod control;
 pub mod demand;
 pub mod design;
 pub mod job;
+pub mod layout;
 pub mod maintenance;
 pub mod orchestrator;
 pub mod overrides;

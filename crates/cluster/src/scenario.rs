@@ -15,6 +15,7 @@ use serde::Deserialize;
 
 use crate::control::{LinkEvent, TeConfig};
 use crate::job::CommConfig;
+use crate::layout::RankLayout;
 use crate::overrides::Override;
 use crate::placement::Placement;
 
@@ -179,6 +180,7 @@ struct ChakraToml {
     groups: Option<PathBuf>,
     #[serde(default)]
     strict: bool,
+    ranks: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -212,6 +214,8 @@ pub enum WorkloadSource {
         /// Whether the import's warnings (ranks that disagree, repaired dependencies) are
         /// errors.
         strict: bool,
+        /// How the trace's ranks go onto the job's GPUs.
+        ranks: RankLayout,
     },
 }
 
@@ -391,6 +395,14 @@ impl Scenario {
                     prefix: resolve(&c.prefix),
                     groups: c.groups.as_deref().map(resolve),
                     strict: c.strict,
+                    ranks: match c.ranks.as_deref() {
+                        None => RankLayout::Trace,
+                        Some(r) => RankLayout::parse(r).ok_or_else(|| {
+                            at(format!(
+                                "chakra.ranks = \"{r}\": expected trace or communicators"
+                            ))
+                        })?,
+                    },
                 },
                 _ => return Err(at("give exactly one of [job.llm] and [job.chakra]".into())),
             };

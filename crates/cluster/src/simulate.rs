@@ -12,6 +12,7 @@ use fabricsim_workload::{ComputeModel, Workload};
 use crate::control::{TeConfig, TeController};
 use crate::demand::job_traffic;
 use crate::job::JobSpec;
+use crate::layout::{by_communicators, split_communicator, RankLayout};
 use crate::orchestrator::{Orchestrator, RunError, RunOptions, RunOutput};
 use crate::placement::{place, PlacementError};
 use crate::report::JobReport;
@@ -58,6 +59,7 @@ pub fn build_workload(
             prefix,
             groups,
             strict,
+            ..
         } => {
             let failed = |error| SimError::Chakra {
                 job: name.to_string(),
@@ -98,13 +100,22 @@ pub fn simulate(
     for j in &s.jobs {
         let (workload, w) = build_workload(&j.name, &j.workload)?;
         warnings.extend(w);
-        let gpus =
+        let mut gpus =
             place(topo, &mut used, workload.rank_count(), &j.placement).map_err(|error| {
                 SimError::Placement {
                     job: j.name.clone(),
                     error,
                 }
             })?;
+        if let WorkloadSource::Chakra { ranks, .. } = j.workload {
+            match ranks {
+                RankLayout::Communicators => gpus = by_communicators(topo, &workload, &gpus),
+                RankLayout::Trace => warnings.extend(
+                    split_communicator(topo, &workload, &gpus)
+                        .map(|w| format!("job `{}`: {w}", j.name)),
+                ),
+            }
+        }
         jobs.push(JobSpec {
             name: j.name.clone(),
             workload,
