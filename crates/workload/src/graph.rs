@@ -373,7 +373,7 @@ impl Workload {
     pub fn intern(
         &mut self,
         label: &str,
-        index: &mut std::collections::HashMap<String, u32>,
+        index: &mut rustc_hash::FxHashMap<String, u32>,
     ) -> u32 {
         if let Some(&i) = index.get(label) {
             return i;

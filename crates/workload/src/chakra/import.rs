@@ -19,12 +19,13 @@
 //! - Ranks that disagree (a send without its receive, sizes that differ, members of a group
 //!   issuing different collectives) are reported as warnings too ([`super::consistency`]).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use fabricsim_collectives::Collective;
 use fabricsim_topology::units::MAX_QUANTITY;
 use fabricsim_topology::Nanos;
+use rustc_hash::FxHashMap as HashMap;
 
 use super::pb::{self, attribute_proto::Value, CollectiveCommType, NodeType};
 use super::{io, rank_files, read_file, ChakraError, RankTrace};
@@ -204,9 +205,9 @@ impl<'a> Importer<'a> {
                 ..Workload::default()
             },
             warnings: Vec::new(),
-            labels: HashMap::new(),
-            group_index: HashMap::new(),
-            programs: HashMap::new(),
+            labels: HashMap::default(),
+            group_index: HashMap::default(),
+            programs: HashMap::default(),
         }
     }
 
@@ -218,7 +219,7 @@ impl<'a> Importer<'a> {
             id,
             what,
         };
-        let mut index: HashMap<u64, u32> = HashMap::with_capacity(trace.nodes.len());
+        let mut index: HashMap<u64, u32> = HashMap::with_capacity_and_hasher(trace.nodes.len(), Default::default());
         for (i, node) in trace.nodes.iter().enumerate() {
             if index.insert(node.id, i as u32).is_some() {
                 return Err(node_err(node.id, "a second node with this id".into()));
@@ -226,8 +227,8 @@ impl<'a> Importer<'a> {
         }
         let mut prog = Program::new();
         let mut binding = Binding::default();
-        let mut peer_slot: HashMap<u32, u16> = HashMap::new();
-        let mut group_slot: HashMap<u32, u16> = HashMap::new();
+        let mut peer_slot: HashMap<u32, u16> = HashMap::default();
+        let mut group_slot: HashMap<u32, u16> = HashMap::default();
         let (mut missing, mut first_missing, mut self_deps) = (0usize, Vec::new(), 0usize);
         let mut deps = Vec::new();
         for node in &trace.nodes {

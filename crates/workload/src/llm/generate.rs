@@ -118,7 +118,7 @@ pub fn generate(t: &Training) -> Result<Workload, LlmError> {
             peers,
         });
     }
-    let mut labels = HashMap::new();
+    let mut labels = rustc_hash::FxHashMap::default();
     for stage in 0..p.pp {
         let mut e = Emitter {
             t,
@@ -142,7 +142,7 @@ pub fn generate(t: &Training) -> Result<Workload, LlmError> {
 struct Emitter<'a> {
     t: &'a Training,
     w: &'a mut Workload,
-    labels: &'a mut HashMap<String, u32>,
+    labels: &'a mut rustc_hash::FxHashMap<String, u32>,
     prog: Program,
     /// The last compute op: the compute stream runs in program order.
     stream: Option<u32>,
