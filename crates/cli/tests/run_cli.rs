@@ -688,7 +688,10 @@ fn a_trace_laid_by_its_communicators_keeps_tensor_parallelism_inside_hosts() {
     let run: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
     let own = run["jobs"][0]["iteration_ms"].as_f64().unwrap();
     assert!((laid - own).abs() < 0.01 * own, "{laid} against {own}");
-    assert!(trace > 1.5 * own, "tensor parallelism over the network: {trace} ms");
+    assert!(
+        trace > 1.5 * own,
+        "tensor parallelism over the network: {trace} ms"
+    );
 
     let bad = fabricsim(&["replay", p, "--groups", &groups, "--ranks", "rack"]);
     assert_eq!(bad.status.code(), Some(2));

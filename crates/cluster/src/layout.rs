@@ -350,7 +350,10 @@ mod tests {
         b.sort_unstable();
         assert_eq!(a, b);
         assert_eq!(laid[0], gpus[0]);
-        assert_eq!(laid[4], gpus[1], "rank 4 is the second of rank 0's TP group");
+        assert_eq!(
+            laid[4], gpus[1],
+            "rank 4 is the second of rank 0's TP group"
+        );
     }
 
     #[test]

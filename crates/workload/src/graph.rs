@@ -170,7 +170,7 @@ impl Program {
     /// A hash of the ops and dependencies, equal for equal programs (to find them quickly).
     pub fn fingerprint(&self) -> u64 {
         use std::hash::{Hash, Hasher};
-        let mut h = std::hash::DefaultHasher::new();
+        let mut h = rustc_hash::FxHasher::default();
         for op in &self.ops {
             (op.id, op.label).hash(&mut h);
             match op.kind {
@@ -370,11 +370,7 @@ impl Workload {
     }
 
     /// Interns `label`, returning its index.
-    pub fn intern(
-        &mut self,
-        label: &str,
-        index: &mut rustc_hash::FxHashMap<String, u32>,
-    ) -> u32 {
+    pub fn intern(&mut self, label: &str, index: &mut rustc_hash::FxHashMap<String, u32>) -> u32 {
         if let Some(&i) = index.get(label) {
             return i;
         }

@@ -219,7 +219,8 @@ impl<'a> Importer<'a> {
             id,
             what,
         };
-        let mut index: HashMap<u64, u32> = HashMap::with_capacity_and_hasher(trace.nodes.len(), Default::default());
+        let mut index: HashMap<u64, u32> =
+            HashMap::with_capacity_and_hasher(trace.nodes.len(), Default::default());
         for (i, node) in trace.nodes.iter().enumerate() {
             if index.insert(node.id, i as u32).is_some() {
                 return Err(node_err(node.id, "a second node with this id".into()));
