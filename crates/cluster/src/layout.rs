@@ -13,8 +13,10 @@
 //!    point-to-point pair counts as a communicator of two);
 //! 2. from the most intense down, a communicator's ranks are joined into one cluster when all
 //!    the clusters they are in fit in one host together (no partial joins);
-//! 3. clusters go, in the order of their lowest rank, into the first host with room (a cluster
-//!    no host has room for fills the free GPUs in order).
+//! 3. clusters go into the first host with room in the order they were formed, so the busiest
+//!    communicator's first (a cluster no host has room for fills the free GPUs in order).
+//!
+//! Communicators alike in intensity are taken in the order of their lowest rank.
 //!
 //! Ranks that share no cluster keep the trace's relative order, so the next parallelism (data
 //! or pipeline) lands on neighbouring hosts, in one rack as far as the placement allows.
@@ -58,8 +60,8 @@ struct Communicator {
     name: String,
 }
 
-/// Every communicator and point-to-point pair of `w`, most intense first (ties by name), with
-/// at least two ranks and some bytes.
+/// Every communicator and point-to-point pair of `w`, most intense first (ties by lowest rank,
+/// then name), with at least two ranks and some bytes.
 fn communicators(w: &Workload) -> Vec<Communicator> {
     // Bytes per (program, slot), summed once per program rather than once per rank.
     let mut group_bytes = vec![0.0; w.groups.len()];
@@ -113,6 +115,7 @@ fn communicators(w: &Workload) -> Vec<Communicator> {
     all.sort_by(|a, b| {
         b.intensity
             .total_cmp(&a.intensity)
+            .then_with(|| a.ranks.iter().min().cmp(&b.ranks.iter().min()))
             .then_with(|| a.name.cmp(&b.name))
     });
     all
@@ -153,8 +156,10 @@ pub fn by_communicators(topo: &Topology, w: &Workload, gpus: &[NodeId]) -> Vec<N
     let fit = runs.iter().copied().max().unwrap_or(1);
     let mut parent: Vec<u32> = (0..n as u32).collect();
     let mut size = vec![1usize; n];
+    // Per cluster (at its root): when it was formed, by the communicator that joined it first.
+    let mut formed = vec![usize::MAX; n];
     let mut roots = Vec::new();
-    for c in communicators(w) {
+    for (i, c) in communicators(w).into_iter().enumerate() {
         roots.clear();
         roots.extend(c.ranks.iter().map(|&r| find(&mut parent, r)));
         roots.sort_unstable();
@@ -163,19 +168,31 @@ pub fn by_communicators(topo: &Topology, w: &Workload, gpus: &[NodeId]) -> Vec<N
             continue;
         }
         let top = roots[0];
+        formed[top as usize] = roots
+            .iter()
+            .map(|&r| formed[r as usize])
+            .min()
+            .unwrap_or(i)
+            .min(i);
         for &r in &roots[1..] {
             parent[r as usize] = top;
             size[top as usize] += size[r as usize];
         }
     }
-    // Clusters in the order of their lowest rank, each its ranks in order.
+    // Clusters in the order they were formed (ranks alone last, in order), each its ranks in
+    // order.
     let mut members: Vec<Vec<u32>> = vec![Vec::new(); n];
     for r in 0..n as u32 {
         let root = find(&mut parent, r);
         members[root as usize].push(r);
     }
-    let mut clusters: Vec<&Vec<u32>> = members.iter().filter(|m| !m.is_empty()).collect();
-    clusters.sort_unstable_by_key(|m| m[0]);
+    let mut clusters: Vec<(usize, &Vec<u32>)> = members
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| !m.is_empty())
+        .map(|(root, m)| (formed[root], m))
+        .collect();
+    clusters.sort_unstable_by_key(|&(formed, m)| (formed, m[0]));
     // Hosts' runs as (first slot, room left).
     let mut room: Vec<(usize, usize)> = runs
         .iter()
@@ -187,7 +204,7 @@ pub fn by_communicators(topo: &Topology, w: &Workload, gpus: &[NodeId]) -> Vec<N
         .collect();
     let mut slot_of = vec![usize::MAX; n];
     let mut spill = Vec::new();
-    for m in clusters {
+    for (_, m) in clusters {
         match room.iter_mut().find(|(_, left)| *left >= m.len()) {
             Some((at, left)) => {
                 for &r in m {
@@ -363,6 +380,105 @@ mod tests {
         let gpus = placed(&topo, 32);
         assert_eq!(split_communicator(&topo, &w, &gpus), None);
         assert_eq!(by_communicators(&topo, &w, &gpus), gpus);
+    }
+
+    /// A workload of `n` ranks, each its own program, running an all-reduce of `bytes` on each
+    /// group it is in.
+    fn groups_of(n: u32, groups: &[(Vec<u32>, u64)]) -> Workload {
+        let mut w = Workload {
+            name: "random".into(),
+            labels: vec!["op".into()],
+            ..Workload::default()
+        };
+        for r in 0..n {
+            let mut p = Program::new();
+            let mut binding = Binding {
+                program: r,
+                ..Binding::default()
+            };
+            for (g, (members, bytes)) in groups.iter().enumerate() {
+                if members.contains(&r) {
+                    p.push(
+                        Op {
+                            id: g as u64,
+                            label: 0,
+                            kind: OpKind::Collective {
+                                op: Collective::AllReduce,
+                                bytes: *bytes,
+                                group: binding.groups.len() as u16,
+                            },
+                        },
+                        &[],
+                    );
+                    binding.groups.push(g as u32);
+                }
+            }
+            w.programs.push(p);
+            w.ranks.push(binding);
+        }
+        w.groups = groups
+            .iter()
+            .enumerate()
+            .map(|(g, (ranks, _))| Group {
+                name: format!("g{g}"),
+                ranks: ranks.clone(),
+            })
+            .collect();
+        w
+    }
+
+    /// Two clusters of five formed after the busiest one, of four, on 14 GPUs (hosts of 8 and
+    /// 6): placed first, the busiest shares a host; the last cluster no host has room for
+    /// fills the free GPUs.
+    #[test]
+    fn the_busiest_communicator_is_placed_first() {
+        let topo = presets::build("meta-ai-zone", &[]).unwrap();
+        let groups = vec![
+            ((4..9).collect(), 1 << 20),
+            ((9..14).collect(), 1 << 20),
+            (vec![0, 1, 2, 3], 1 << 30),
+        ];
+        let w = groups_of(14, &groups);
+        let laid = by_communicators(&topo, &w, &placed(&topo, 14));
+        assert_eq!(hosts_of(&topo, &w, &laid, 2), 1);
+        assert_eq!(hosts_of(&topo, &w, &laid, 0), 1);
+        assert_eq!(hosts_of(&topo, &w, &laid, 1), 2);
+    }
+
+    proptest::proptest! {
+        /// Any communicators on any number of ranks: the layout uses each GPU placed once, is
+        /// the same every time, and puts the busiest communicator that fits in a host inside
+        /// one (it is joined first, and placed first).
+        #[test]
+        fn a_layout_is_a_deterministic_permutation(
+            n in 1u32..40,
+            raw in proptest::collection::vec(
+                (proptest::collection::btree_set(0u32..40, 1..12), 1u64..1 << 30),
+                0..8,
+            ),
+        ) {
+            let topo = presets::build("meta-ai-zone", &[]).unwrap();
+            let groups: Vec<(Vec<u32>, u64)> = raw
+                .into_iter()
+                .map(|(set, bytes)| (set.into_iter().filter(|&r| r < n).collect::<Vec<_>>(), bytes))
+                .filter(|(ranks, _)| !ranks.is_empty())
+                .collect();
+            let w = groups_of(n, &groups);
+            let gpus = placed(&topo, n as usize);
+            let laid = by_communicators(&topo, &w, &gpus);
+            proptest::prop_assert_eq!(&laid, &by_communicators(&topo, &w, &gpus));
+            let (mut a, mut b) = (gpus.clone(), laid.clone());
+            a.sort_unstable();
+            b.sort_unstable();
+            proptest::prop_assert_eq!(a, b);
+            let busiest = communicators(&w).into_iter().find(|c| c.ranks.len() <= 8);
+            if let Some(c) = busiest {
+                let g = w.groups.iter().position(|g| g.name == c.name);
+                if let Some(g) = g {
+                    proptest::prop_assert_eq!(hosts_of(&topo, &w, &laid, g), 1);
+                }
+            }
+        }
     }
 
     #[test]
