@@ -87,6 +87,38 @@ fn chakra_seeds_and_every_shipped_trace_decode() {
     }
 }
 
+/// Every seed and broken copies of a shipped trace, imported as a one-rank trace (the import reads nodes through
+/// its own view of the schema): an error or a workload, never a panic.
+#[test]
+fn chakra_seeds_import_or_fail_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = dir.path().join("seed");
+    let prefix = prefix.to_str().unwrap();
+    // The seeds, and a shipped trace cut short and with a byte flipped at many places.
+    let mut inputs = seeds("chakra_et");
+    let shipped =
+        repo().join("tests/data/astra_examples/generated/stg_gpt_dp4_tp2_pp1/workload.0.et");
+    let whole = std::fs::read(&shipped).unwrap();
+    for at in (1..whole.len()).step_by(whole.len() / 97 + 1) {
+        inputs.push((shipped.clone(), whole[..at].to_vec()));
+        let mut flipped = whole.clone();
+        flipped[at] ^= 0xa5;
+        inputs.push((shipped.clone(), flipped));
+    }
+    for (p, b) in inputs {
+        std::fs::write(format!("{prefix}.0.et"), &b).unwrap();
+        let decoded = fabricsim_workload::chakra::decode(b, &p).is_ok();
+        let imported = fabricsim_workload::chakra::import::import(prefix, None);
+        if !decoded {
+            assert!(
+                imported.is_err(),
+                "{} decodes only in the import",
+                p.display()
+            );
+        }
+    }
+}
+
 #[test]
 fn flows_and_demand_csv_seeds_parse() {
     let topo = fabric();

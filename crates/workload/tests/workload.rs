@@ -542,3 +542,36 @@ fn ranks_that_disagree_are_reported() {
         "{text:#?}"
     );
 }
+
+/// The import reads a node's strings without copying them, and refuses one that is not UTF-8
+/// as reading the whole trace does, naming the file and the node's byte.
+#[test]
+fn a_node_name_that_is_not_utf8_is_refused() {
+    let mut t = training("llama3-8b", 2, 1, 1, 1, 2, DpMode::Fsdp);
+    t.model.layers = 1;
+    let w = generate(&t).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = dir.path().join("job").to_str().unwrap().to_string();
+    chakra::export(&w, &prefix).unwrap();
+    let groups = format!("{prefix}.json");
+    import(&prefix, Some(Path::new(&groups))).unwrap();
+    // Rank 1's first node's name, `\u{1}…`, its first byte made 0xff in the encoded file.
+    let file = std::path::PathBuf::from(format!("{prefix}.1.et"));
+    let mut trace = chakra::read_file(&file).unwrap();
+    trace.nodes[0].name = format!("\u{1}{}", trace.nodes[0].name);
+    chakra::write_file(&file, &trace).unwrap();
+    let mut bytes = std::fs::read(&file).unwrap();
+    let name = trace.nodes[0].name.as_bytes();
+    let at = bytes.windows(name.len()).position(|w| w == name).unwrap();
+    bytes[at] = 0xff;
+    std::fs::write(&file, bytes).unwrap();
+    let whole = chakra::read_file(&file).unwrap_err().to_string();
+    let e = import(&prefix, Some(Path::new(&groups)))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("job.1.et: byte") && e.contains("not UTF-8"),
+        "{e}"
+    );
+    assert!(whole.contains("not UTF-8"), "{whole}");
+}

@@ -27,8 +27,9 @@ use fabricsim_topology::units::MAX_QUANTITY;
 use fabricsim_topology::Nanos;
 use rustc_hash::FxHashMap as HashMap;
 
-use super::pb::{self, attribute_proto::Value, CollectiveCommType, NodeType};
-use super::{io, rank_files, read_file, ChakraError, RankTrace};
+use super::pb::{CollectiveCommType, NodeType};
+use super::view::{self, attribute::Value};
+use super::{io, rank_files, read_view, ChakraError, MAX_NODES};
 use crate::graph::{Binding, Compute, Group, Op, OpClass, OpKind, Program, Workload};
 
 /// Something the import dropped or assumed.
@@ -45,7 +46,7 @@ impl std::fmt::Display for Warning {
 }
 
 /// An attribute's value as an integer, whatever integer kind the producer chose.
-pub fn attr_int(a: &pb::AttributeProto) -> Option<i64> {
+fn attr_int(a: &view::Attribute) -> Option<i64> {
     Some(match a.value.as_ref()? {
         Value::Int32Val(v) | Value::Sint32Val(v) | Value::Sfixed32Val(v) => i64::from(*v),
         Value::Int64Val(v) | Value::Sint64Val(v) | Value::Sfixed64Val(v) => *v,
@@ -58,7 +59,7 @@ pub fn attr_int(a: &pb::AttributeProto) -> Option<i64> {
     })
 }
 
-fn attr_f64(a: &pb::AttributeProto) -> Option<f64> {
+fn attr_f64(a: &view::Attribute) -> Option<f64> {
     match a.value.as_ref()? {
         Value::DoubleVal(v) => Some(*v),
         Value::FloatVal(v) => Some(f64::from(*v)),
@@ -66,18 +67,19 @@ fn attr_f64(a: &pb::AttributeProto) -> Option<f64> {
     }
 }
 
-fn attr_str(a: &pb::AttributeProto) -> Option<&str> {
+/// A string value (checked to be UTF-8 when the file was read).
+fn attr_str(a: &view::Attribute) -> Option<&str> {
     match a.value.as_ref()? {
-        Value::StringVal(s) => Some(s),
+        Value::StringVal(s) => std::str::from_utf8(s).ok(),
         _ => None,
     }
 }
 
-struct Attrs<'a>(&'a [pb::AttributeProto]);
+struct Attrs<'a>(&'a [view::Attribute]);
 
 impl Attrs<'_> {
-    fn get(&self, name: &str) -> Option<&pb::AttributeProto> {
-        self.0.iter().find(|a| a.name == name)
+    fn get(&self, name: &str) -> Option<&view::Attribute> {
+        self.0.iter().find(|a| a.name.as_ref() == name.as_bytes())
     }
     fn int(&self, name: &str) -> Option<i64> {
         self.get(name).and_then(attr_int)
@@ -154,25 +156,12 @@ pub fn import(
         .file_name()
         .map_or(prefix.to_string(), |n| n.to_string_lossy().into_owned());
     let mut importer = Importer::new(&name, files.len() as u32, &named, groups);
+    let mut nodes = Vec::new();
     for path in &files {
-        importer.add_rank(path, &read_file(path)?)?;
+        read_view(path, MAX_NODES, &mut nodes)?;
+        importer.add_rank(path, &nodes)?;
     }
     importer.finish(&files)
-}
-
-/// Builds a workload from already-read rank traces (`files[r]` names rank `r`'s file).
-pub fn from_traces(
-    name: &str,
-    files: &[PathBuf],
-    traces: &[RankTrace],
-    named: &BTreeMap<String, Vec<u32>>,
-    groups_file: Option<&Path>,
-) -> Result<(Workload, Vec<Warning>), ChakraError> {
-    let mut importer = Importer::new(name, traces.len() as u32, named, groups_file);
-    for (trace, path) in traces.iter().zip(files) {
-        importer.add_rank(path, trace)?;
-    }
-    importer.finish(files)
 }
 
 /// A workload being built from rank traces, one rank at a time.
@@ -211,8 +200,8 @@ impl<'a> Importer<'a> {
         }
     }
 
-    /// Converts the next rank's trace (read from `path`) into its program and binding.
-    fn add_rank(&mut self, path: &Path, trace: &RankTrace) -> Result<(), ChakraError> {
+    /// Converts the next rank's nodes (read from `path`) into its program and binding.
+    fn add_rank(&mut self, path: &Path, nodes: &[view::Node]) -> Result<(), ChakraError> {
         let n = self.n;
         let node_err = |id: u64, what: String| ChakraError::Node {
             path: path.to_path_buf(),
@@ -220,8 +209,8 @@ impl<'a> Importer<'a> {
             what,
         };
         let mut index: HashMap<u64, u32> =
-            HashMap::with_capacity_and_hasher(trace.nodes.len(), Default::default());
-        for (i, node) in trace.nodes.iter().enumerate() {
+            HashMap::with_capacity_and_hasher(nodes.len(), Default::default());
+        for (i, node) in nodes.iter().enumerate() {
             if index.insert(node.id, i as u32).is_some() {
                 return Err(node_err(node.id, "a second node with this id".into()));
             }
@@ -232,7 +221,7 @@ impl<'a> Importer<'a> {
         let mut group_slot: HashMap<u32, u16> = HashMap::default();
         let (mut missing, mut first_missing, mut self_deps) = (0usize, Vec::new(), 0usize);
         let mut deps = Vec::new();
-        for node in &trace.nodes {
+        for node in nodes {
             let attrs = Attrs(&node.attr);
             let size = |what: &str| -> Result<u64, ChakraError> {
                 let v = attrs.int("comm_size").unwrap_or(0);
@@ -426,7 +415,8 @@ impl<'a> Importer<'a> {
                     }
                 }
             }
-            let label = self.w.intern(&node.name, &mut self.labels);
+            let name = std::str::from_utf8(&node.name).unwrap_or_default();
+            let label = self.w.intern(name, &mut self.labels);
             prog.push(
                 Op {
                     id: node.id,

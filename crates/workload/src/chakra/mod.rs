@@ -23,6 +23,12 @@ pub mod pb {
     include!(concat!(env!("OUT_DIR"), "/chakra.rs"));
 }
 
+/// The import's view of a node (`proto/import_view.proto`).
+#[allow(clippy::all, missing_docs)]
+pub(crate) mod view {
+    include!(concat!(env!("OUT_DIR"), "/chakra_view.rs"));
+}
+
 pub use export::{export, export_with};
 pub use import::{import, Warning};
 
@@ -106,6 +112,52 @@ pub fn decode(raw: Vec<u8>, path: &Path) -> Result<RankTrace, ChakraError> {
 }
 
 fn decode_with(raw: Vec<u8>, path: &Path, max_nodes: usize) -> Result<RankTrace, ChakraError> {
+    let bytes = unpack(raw, path)?;
+    let mut nodes = Vec::new();
+    let metadata = each_record(&bytes[..], path, max_nodes, |node, _| {
+        nodes.push(node);
+        Ok(())
+    })?;
+    Ok(RankTrace { metadata, nodes })
+}
+
+/// Reads the nodes of one `.et` file as the import sees them ([`view`]), into `nodes`, under
+/// [`read_file`]'s limits. Their names and string values borrow from the file's buffer, and
+/// are checked to be UTF-8 as [`read_file`]'s strings are.
+pub(crate) fn read_view(
+    path: &Path,
+    max_nodes: usize,
+    nodes: &mut Vec<view::Node>,
+) -> Result<(), ChakraError> {
+    let raw = std::fs::read(path).map_err(io(path))?;
+    let bytes = prost::bytes::Bytes::from(unpack(raw, path)?);
+    nodes.clear();
+    each_record(bytes, path, max_nodes, |node: view::Node, offset| {
+        let strings = std::iter::once(&node.name).chain(node.attr.iter().flat_map(|a| {
+            let value = match &a.value {
+                Some(view::attribute::Value::StringVal(s)) => Some(s),
+                _ => None,
+            };
+            std::iter::once(&a.name).chain(value)
+        }));
+        for s in strings {
+            if std::str::from_utf8(s).is_err() {
+                return Err(ChakraError::Decode {
+                    path: path.to_path_buf(),
+                    offset,
+                    what: "invalid string value: data is not UTF-8 encoded".into(),
+                });
+            }
+        }
+        nodes.push(node);
+        Ok(())
+    })?;
+    Ok(())
+}
+
+/// The bytes of one `.et` file, decompressed if gzipped, within [`MAX_FILE_BYTES`] and not
+/// empty.
+fn unpack(raw: Vec<u8>, path: &Path) -> Result<Vec<u8>, ChakraError> {
     let too_big = || ChakraError::Decode {
         path: path.to_path_buf(),
         offset: MAX_FILE_BYTES as usize,
@@ -132,7 +184,18 @@ fn decode_with(raw: Vec<u8>, path: &Path, max_nodes: usize) -> Result<RankTrace,
             path: path.to_path_buf(),
         });
     }
-    let mut buf = &bytes[..];
+    Ok(bytes)
+}
+
+/// Decodes the length-delimited records of `buf`: the metadata, returned, then each node,
+/// handed to `each` with its offset; at most `max_nodes`, and none empty.
+fn each_record<B: prost::bytes::Buf, N: Message + Default>(
+    mut buf: B,
+    path: &Path,
+    max_nodes: usize,
+    mut each: impl FnMut(N, usize) -> Result<(), ChakraError>,
+) -> Result<pb::GlobalMetadata, ChakraError> {
+    let total = buf.remaining();
     let decode_err = |offset: usize, e: prost::DecodeError| ChakraError::Decode {
         path: path.to_path_buf(),
         offset,
@@ -140,26 +203,30 @@ fn decode_with(raw: Vec<u8>, path: &Path, max_nodes: usize) -> Result<RankTrace,
     };
     let metadata =
         pb::GlobalMetadata::decode_length_delimited(&mut buf).map_err(|e| decode_err(0, e))?;
-    let mut nodes = Vec::new();
-    while !buf.is_empty() {
-        let offset = bytes.len() - buf.len();
-        if buf[0] == 0 {
+    let mut count = 0;
+    while buf.has_remaining() {
+        let offset = total - buf.remaining();
+        if buf.chunk()[0] == 0 {
             return Err(ChakraError::Decode {
                 path: path.to_path_buf(),
                 offset,
                 what: "an empty node record (a node has at least an id)".into(),
             });
         }
-        if nodes.len() == max_nodes {
+        if count == max_nodes {
             return Err(ChakraError::Decode {
                 path: path.to_path_buf(),
                 offset,
                 what: format!("more than {max_nodes} nodes"),
             });
         }
-        nodes.push(pb::Node::decode_length_delimited(&mut buf).map_err(|e| decode_err(offset, e))?);
+        each(
+            N::decode_length_delimited(&mut buf).map_err(|e| decode_err(offset, e))?,
+            offset,
+        )?;
+        count += 1;
     }
-    Ok(RankTrace { metadata, nodes })
+    Ok(metadata)
 }
 
 /// Writes one `.et` file (plain), atomically: to a temporary sibling, then renamed.
