@@ -87,14 +87,11 @@ fn chakra_seeds_and_every_shipped_trace_decode() {
     }
 }
 
-/// Every seed and broken copies of a shipped trace, imported as a one-rank trace (the import reads nodes through
-/// its own view of the schema): an error or a workload, never a panic.
+/// Every seed and broken copies of a shipped trace, read whole and through the import's view
+/// of the schema: what reads whole, the view reads too, the same nodes; nothing panics.
 #[test]
-fn chakra_seeds_import_or_fail_cleanly() {
-    let dir = tempfile::tempdir().unwrap();
-    let prefix = dir.path().join("seed");
-    let prefix = prefix.to_str().unwrap();
-    // The seeds, and a shipped trace cut short and with a byte flipped at many places.
+fn chakra_seeds_read_alike_whole_and_through_the_view() {
+    use fabricsim_workload::chakra::{count_view_nodes, decode};
     let mut inputs = seeds("chakra_et");
     let shipped =
         repo().join("tests/data/astra_examples/generated/stg_gpt_dp4_tp2_pp1/workload.0.et");
@@ -105,18 +102,16 @@ fn chakra_seeds_import_or_fail_cleanly() {
         flipped[at] ^= 0xa5;
         inputs.push((shipped.clone(), flipped));
     }
+    inputs.push((shipped.clone(), whole));
+    let mut read = 0;
     for (p, b) in inputs {
-        std::fs::write(format!("{prefix}.0.et"), &b).unwrap();
-        let decoded = fabricsim_workload::chakra::decode(b, &p).is_ok();
-        let imported = fabricsim_workload::chakra::import::import(prefix, None);
-        if !decoded {
-            assert!(
-                imported.is_err(),
-                "{} decodes only in the import",
-                p.display()
-            );
+        let viewed = count_view_nodes(b.clone(), &p);
+        if let Ok(trace) = decode(b, &p) {
+            assert_eq!(viewed.ok(), Some(trace.nodes.len()), "{}", p.display());
+            read += 1;
         }
     }
+    assert!(read > 1);
 }
 
 #[test]

@@ -130,6 +130,23 @@ pub(crate) fn read_view(
     nodes: &mut Vec<view::Node>,
 ) -> Result<(), ChakraError> {
     let raw = std::fs::read(path).map_err(io(path))?;
+    decode_view(raw, path, max_nodes, nodes)
+}
+
+/// How many nodes the import's view reads from the bytes of one `.et` file, or its error (for
+/// the fuzz target, which checks it against [`decode`]).
+pub fn count_view_nodes(raw: Vec<u8>, path: &Path) -> Result<usize, ChakraError> {
+    let mut nodes = Vec::new();
+    decode_view(raw, path, MAX_NODES, &mut nodes)?;
+    Ok(nodes.len())
+}
+
+fn decode_view(
+    raw: Vec<u8>,
+    path: &Path,
+    max_nodes: usize,
+    nodes: &mut Vec<view::Node>,
+) -> Result<(), ChakraError> {
     let bytes = prost::bytes::Bytes::from(unpack(raw, path)?);
     nodes.clear();
     each_record(bytes, path, max_nodes, |node: view::Node, offset| {
