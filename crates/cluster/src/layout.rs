@@ -138,6 +138,17 @@ fn host_runs(topo: &Topology, gpus: &[NodeId]) -> Vec<usize> {
     runs
 }
 
+/// How many hosts the GPUs of `ranks` (rank `r` on `gpus[r]`) lie in.
+fn hosts_spanned(topo: &Topology, gpus: &[NodeId], ranks: &[u32]) -> usize {
+    let mut hosts: Vec<_> = ranks
+        .iter()
+        .map(|&r| topo.host_of(gpus[r as usize]))
+        .collect();
+    hosts.sort_unstable();
+    hosts.dedup();
+    hosts.len()
+}
+
 fn find(parent: &mut [u32], mut r: u32) -> u32 {
     while parent[r as usize] != r {
         let up = parent[parent[r as usize] as usize];
@@ -234,14 +245,8 @@ pub fn split_communicator(topo: &Topology, w: &Workload, gpus: &[NodeId]) -> Opt
     let c = communicators(w)
         .into_iter()
         .find(|c| c.ranks.len() <= fit)?;
-    let mut hosts: Vec<_> = c
-        .ranks
-        .iter()
-        .map(|&r| topo.host_of(gpus[r as usize]))
-        .collect();
-    hosts.sort_unstable();
-    hosts.dedup();
-    (hosts.len() > 1).then(|| {
+    let hosts = hosts_spanned(topo, gpus, &c.ranks);
+    (hosts > 1).then(|| {
         format!(
             "communicator `{}` ({} ranks, the most bytes per rank of those that fit in a host) \
              spans {} hosts in the trace's rank order; laying the ranks by their communicators \
@@ -249,7 +254,7 @@ pub fn split_communicator(topo: &Topology, w: &Workload, gpus: &[NodeId]) -> Opt
              the busiest inside hosts",
             c.name,
             c.ranks.len(),
-            hosts.len()
+            hosts
         )
     })
 }
@@ -338,14 +343,7 @@ mod tests {
     }
 
     fn hosts_of(topo: &Topology, w: &Workload, gpus: &[NodeId], group: usize) -> usize {
-        let mut hosts: Vec<_> = w.groups[group]
-            .ranks
-            .iter()
-            .map(|&r| topo.host_of(gpus[r as usize]))
-            .collect();
-        hosts.sort_unstable();
-        hosts.dedup();
-        hosts.len()
+        hosts_spanned(topo, gpus, &w.groups[group].ranks)
     }
 
     #[test]

@@ -398,14 +398,25 @@ fn too_large_a_model_errors() {
     assert!(e.contains("GB per GPU") && e.contains("H100"), "{e}");
 }
 
-#[test]
-fn generated_workload_round_trips_through_chakra() {
-    let mut t = training("llama3-8b", 2, 2, 2, 1, 2, DpMode::Fsdp);
-    t.model.layers = 4;
+/// A Llama 3 8B job of TP 2, DP 2 (FSDP) and the given CP, PP and layers, exported as Chakra
+/// into a fresh directory (kept alive by the caller) as `job.*`.
+fn exported(cp: u32, pp: u32, layers: u32) -> (Workload, tempfile::TempDir) {
+    let mut t = training("llama3-8b", 2, cp, pp, 1, 2, DpMode::Fsdp);
+    t.model.layers = layers;
     let w = generate(&t).unwrap();
     let dir = tempfile::tempdir().unwrap();
-    let prefix = dir.path().join("job").to_str().unwrap().to_string();
-    chakra::export(&w, &prefix).unwrap();
+    chakra::export(&w, &prefix_in(&dir)).unwrap();
+    (w, dir)
+}
+
+fn prefix_in(dir: &tempfile::TempDir) -> String {
+    dir.path().join("job").to_str().unwrap().to_string()
+}
+
+#[test]
+fn generated_workload_round_trips_through_chakra() {
+    let (w, dir) = exported(2, 2, 4);
+    let prefix = prefix_in(&dir);
     let (back, warnings) = import(&prefix, Some(Path::new(&format!("{prefix}.json")))).unwrap();
     assert!(warnings.is_empty());
     assert_eq!(back.rank_count(), w.rank_count());
@@ -449,12 +460,8 @@ fn resolve(w: &Workload, rank: u32, k: OpKind) -> String {
 #[test]
 fn chakra_sizes_that_would_wrap_are_refused() {
     use fabricsim_workload::chakra::pb::attribute_proto::Value;
-    let mut t = training("llama3-8b", 2, 1, 1, 1, 2, DpMode::Fsdp);
-    t.model.layers = 1;
-    let w = generate(&t).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let prefix = dir.path().join("job").to_str().unwrap().to_string();
-    chakra::export(&w, &prefix).unwrap();
+    let (_, dir) = exported(1, 1, 1);
+    let prefix = prefix_in(&dir);
     // Every all-gather (comm_type 2) of rank 0 gets a per-rank size of 2^62 bytes.
     let file = std::path::PathBuf::from(format!("{prefix}.0.et"));
     let mut trace = chakra::read_file(&file).unwrap();
@@ -502,12 +509,8 @@ fn a_gzip_bomb_of_empty_nodes_is_refused() {
 #[test]
 fn ranks_that_disagree_are_reported() {
     use fabricsim_workload::chakra::pb::{attribute_proto::Value, NodeType};
-    let mut t = training("llama3-8b", 2, 2, 2, 1, 2, DpMode::Fsdp);
-    t.model.layers = 4;
-    let w = generate(&t).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let prefix = dir.path().join("job").to_str().unwrap().to_string();
-    chakra::export(&w, &prefix).unwrap();
+    let (_, dir) = exported(2, 2, 4);
+    let prefix = prefix_in(&dir);
     let groups = format!("{prefix}.json");
     let grow_first = |rank: u32, ty: NodeType| {
         let file = std::path::PathBuf::from(format!("{prefix}.{rank}.et"));
@@ -547,12 +550,8 @@ fn ranks_that_disagree_are_reported() {
 /// as reading the whole trace does, naming the file and the node's byte.
 #[test]
 fn a_node_name_that_is_not_utf8_is_refused() {
-    let mut t = training("llama3-8b", 2, 1, 1, 1, 2, DpMode::Fsdp);
-    t.model.layers = 1;
-    let w = generate(&t).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let prefix = dir.path().join("job").to_str().unwrap().to_string();
-    chakra::export(&w, &prefix).unwrap();
+    let (_, dir) = exported(1, 1, 1);
+    let prefix = prefix_in(&dir);
     let groups = format!("{prefix}.json");
     import(&prefix, Some(Path::new(&groups))).unwrap();
     // Rank 1's first node's name, `\u{1}…`, its first byte made 0xff in the encoded file.
