@@ -214,9 +214,20 @@ pub fn by_communicators(topo: &Topology, w: &Workload, gpus: &[NodeId]) -> Vec<N
         })
         .collect();
     let mut slot_of = vec![usize::MAX; n];
-    let mut spill = Vec::new();
-    for (_, m) in clusters {
-        match room.iter_mut().find(|(_, left)| *left >= m.len()) {
+    let (mut alone, mut spill) = (Vec::new(), Vec::new());
+    // Hosts before `open` are full: equal clusters, the usual case, each find theirs at once.
+    let mut open = 0;
+    for (formed, m) in clusters {
+        if formed == usize::MAX {
+            // A rank alone goes to the first free GPU, as first fit would put it: they come
+            // last, in rank order, so they fill what the clusters left, in order.
+            alone.push(m[0]);
+            continue;
+        }
+        while room.get(open).is_some_and(|&(_, left)| left == 0) {
+            open += 1;
+        }
+        match room[open..].iter_mut().find(|(_, left)| *left >= m.len()) {
             Some((at, left)) => {
                 for &r in m {
                     slot_of[r as usize] = *at;
@@ -227,12 +238,8 @@ pub fn by_communicators(topo: &Topology, w: &Workload, gpus: &[NodeId]) -> Vec<N
             None => spill.extend_from_slice(m),
         }
     }
-    let mut free = room
-        .iter()
-        .flat_map(|&(at, left)| at..at + left)
-        .collect::<Vec<_>>()
-        .into_iter();
-    for r in spill {
+    let mut free = room.iter().flat_map(|&(at, left)| at..at + left);
+    for r in alone.into_iter().chain(spill) {
         slot_of[r as usize] = free.next().expect("as many slots as ranks");
     }
     slot_of.iter().map(|&s| gpus[s]).collect()
