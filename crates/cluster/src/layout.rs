@@ -182,9 +182,7 @@ pub fn by_communicators(topo: &Topology, w: &Workload, gpus: &[NodeId]) -> Vec<N
         formed[top as usize] = roots
             .iter()
             .map(|&r| formed[r as usize])
-            .min()
-            .unwrap_or(i)
-            .min(i);
+            .fold(i, usize::min);
         for &r in &roots[1..] {
             parent[r as usize] = top;
             size[top as usize] += size[r as usize];
