@@ -85,9 +85,10 @@ impl Link {
 }
 
 /// The active flows crossing a link, in the order they came (a departure's place is taken
-/// by the last): up to three inline, in the link's cache line, and beyond that in a vector
-/// of the [`Spill`], whose index takes the first inline slot. Most links of a fabric carry
-/// one or two flows at a time.
+/// by the last): up to three inline, in the link's cache line; beyond that, up to sixteen in a
+/// cache-line chunk of the [`Spill`], and more in a vector of it. The chunk's or the vector's
+/// index takes the first inline slot. Most links of a fabric carry one or two flows at a time;
+/// a pipelined ring's NVLink ports carry one cohort per channel (16 on H100).
 #[derive(Clone, Copy, Default)]
 pub(super) struct FlowList {
     len: u32,
@@ -95,12 +96,44 @@ pub(super) struct FlowList {
 }
 
 const INLINE: usize = 3;
+const CHUNK: usize = 16;
 
-/// The flow lists that outgrew their link's cache line, with the vectors freed for reuse.
+/// Sixteen flow ids, one cache line.
+#[derive(Clone, Copy)]
+#[repr(align(64))]
+struct Chunk([u32; CHUNK]);
+
+/// The flow lists that outgrew their link's cache line: those of up to [`CHUNK`] flows in one
+/// array of chunks (one read each, no allocation per list), longer ones in vectors; the chunks
+/// and vectors freed, for reuse.
 #[derive(Default)]
 pub(super) struct Spill {
+    chunks: Vec<Chunk>,
+    free_chunks: Vec<u32>,
     lists: Vec<Vec<u32>>,
     free: Vec<u32>,
+}
+
+impl Spill {
+    /// A free chunk holding `items` first.
+    fn chunk(&mut self, items: &[u32]) -> u32 {
+        let at = self.free_chunks.pop().unwrap_or_else(|| {
+            self.chunks.push(Chunk([0; CHUNK]));
+            self.chunks.len() as u32 - 1
+        });
+        self.chunks[at as usize].0[..items.len()].copy_from_slice(items);
+        at
+    }
+
+    /// A free vector holding `items` first.
+    fn list(&mut self, items: &[u32]) -> u32 {
+        let at = self.free.pop().unwrap_or_else(|| {
+            self.lists.push(Vec::with_capacity(2 * CHUNK));
+            self.lists.len() as u32 - 1
+        });
+        self.lists[at as usize].extend_from_slice(items);
+        at
+    }
 }
 
 impl FlowList {
@@ -112,34 +145,36 @@ impl FlowList {
         self.len == 0
     }
 
-    fn spilled(&self) -> bool {
-        self.len() > INLINE
-    }
-
     pub fn as_slice<'a>(&'a self, spill: &'a Spill) -> &'a [u32] {
-        if self.spilled() {
-            &spill.lists[self.items[0] as usize]
+        let len = self.len();
+        if len <= INLINE {
+            &self.items[..len]
+        } else if len <= CHUNK {
+            &spill.chunks[self.items[0] as usize].0[..len]
         } else {
-            &self.items[..self.len()]
+            &spill.lists[self.items[0] as usize]
         }
     }
 
     /// Appends `f`; returns its position.
     pub fn push(&mut self, f: u32, spill: &mut Spill) -> u32 {
         let at = self.len;
-        if self.len() < INLINE {
-            self.items[self.len()] = f;
-        } else if self.len() == INLINE {
-            let at = spill.free.pop().unwrap_or_else(|| {
-                // Room for 16 before it grows: a pipelined ring's NVLink ports carry one
-                // cohort per channel, and a bench's ring over H100s runs 16 channels.
-                spill.lists.push(Vec::with_capacity(16));
-                spill.lists.len() as u32 - 1
-            });
-            let list = &mut spill.lists[at as usize];
-            list.extend_from_slice(&self.items);
-            list.push(f);
-            self.items[0] = at;
+        let len = self.len();
+        if len < INLINE {
+            self.items[len] = f;
+        } else if len == INLINE {
+            let c = spill.chunk(&self.items);
+            spill.chunks[c as usize].0[len] = f;
+            self.items[0] = c;
+        } else if len < CHUNK {
+            spill.chunks[self.items[0] as usize].0[len] = f;
+        } else if len == CHUNK {
+            let c = self.items[0];
+            let chunk = spill.chunks[c as usize];
+            spill.free_chunks.push(c);
+            let v = spill.list(&chunk.0);
+            spill.lists[v as usize].push(f);
+            self.items[0] = v;
         } else {
             spill.lists[self.items[0] as usize].push(f);
         }
@@ -148,26 +183,39 @@ impl FlowList {
     }
 
     /// Takes the flow at position `pos` off the list; the last flow takes its place, and is
-    /// returned unless it was the one removed. Positions are the same inline and spilled.
+    /// returned unless it was the one removed. Positions are the same wherever the list lies.
     pub fn remove_at(&mut self, pos: u32, spill: &mut Spill) -> Option<u32> {
         let (pos, last) = (pos as usize, self.len() - 1);
-        let moved = if !self.spilled() {
+        let len = self.len();
+        let moved = if len <= INLINE {
             self.items[pos] = self.items[last];
-            self.len -= 1;
             self.items[pos]
+        } else if len <= CHUNK {
+            let c = self.items[0];
+            let chunk = &mut spill.chunks[c as usize].0;
+            chunk[pos] = chunk[last];
+            let moved = chunk[pos];
+            if last == INLINE {
+                self.items.copy_from_slice(&chunk[..INLINE]);
+                spill.free_chunks.push(c);
+            }
+            moved
         } else {
-            let at = self.items[0];
-            let list = &mut spill.lists[at as usize];
+            let v = self.items[0];
+            let list = &mut spill.lists[v as usize];
             list.swap_remove(pos);
-            self.len -= 1;
             let moved = list.get(pos).copied().unwrap_or(u32::MAX);
-            if !self.spilled() {
-                self.items.copy_from_slice(list);
+            if last == CHUNK {
+                let mut items = [0; CHUNK];
+                items.copy_from_slice(list);
                 list.clear();
-                spill.free.push(at);
+                let c = spill.chunk(&items);
+                spill.free.push(v);
+                self.items[0] = c;
             }
             moved
         };
+        self.len -= 1;
         (pos != last).then_some(moved)
     }
 }
@@ -176,18 +224,19 @@ impl FlowList {
 mod tests {
     use super::*;
 
-    /// Against a vector with the same pushes and swap-removes, across the inline/spilled
-    /// boundary both ways, with two lists sharing the spill.
+    /// Against a vector with the same pushes and swap-removes, across the inline/chunk and
+    /// chunk/vector boundaries both ways, with two lists sharing the spill.
     #[test]
     fn a_flow_list_keeps_a_vectors_order() {
         let mut spill = Spill::default();
         let (mut lists, mut models) = ([FlowList::default(); 2], [Vec::new(), Vec::new()]);
         let mut seed = 3u64;
-        for step in 0..5_000u32 {
+        let mut longest = 0;
+        for step in 0..20_000u32 {
             seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
             let i = (seed >> 40) as usize % 2;
             let (list, model) = (&mut lists[i], &mut models[i]);
-            if model.is_empty() || (model.len() < 7 && (seed >> 20).is_multiple_of(2)) {
+            if model.is_empty() || (model.len() < 24 && (seed >> 20).is_multiple_of(2)) {
                 assert_eq!(list.push(step, &mut spill) as usize, model.len());
                 model.push(step);
             } else {
@@ -199,7 +248,10 @@ mod tests {
             }
             assert_eq!(list.as_slice(&spill), &model[..]);
             assert_eq!(list.len(), model.len());
+            longest = longest.max(model.len());
         }
+        assert!(longest > CHUNK, "the walk reaches the vectors");
+        assert!(spill.chunks.len() <= 2, "chunks are reused");
         assert!(spill.lists.len() <= 2, "spilled vectors are reused");
     }
 }
