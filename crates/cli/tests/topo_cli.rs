@@ -69,6 +69,7 @@ fn list_shows_every_preset_with_parameters() {
         "hpn",
         "dcn-plus",
         "superpod",
+        "switch",
     ] {
         assert!(text.contains(p), "{p} missing from\n{text}");
     }

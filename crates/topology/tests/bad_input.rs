@@ -26,6 +26,7 @@ fn unknown_preset_lists_the_valid_ones() {
         "hpn",
         "dcn-plus",
         "superpod",
+        "switch",
     ] {
         assert!(e.contains(p), "{e} should list {p}");
     }

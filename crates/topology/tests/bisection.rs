@@ -235,4 +235,5 @@ fn dcn_plus_and_superpod_small() {
             ("spine_radix", "8"),
         ],
     );
+    check("switch", &[("hosts", "4"), ("gpus_per_host", "2")]);
 }

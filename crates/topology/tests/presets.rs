@@ -247,6 +247,19 @@ fn superpod_leaves_and_spines_per_scalable_unit() {
 }
 
 #[test]
+fn switch_is_one_switch_under_every_nic() {
+    let f = FabricFigures::of(&build("switch", &[]));
+    assert_eq!((f.gpus, f.hosts), (256, 32));
+    assert_eq!(tier_count(&f, "switch"), 1);
+    assert_eq!((f.diameter_hops, f.max_equal_cost_paths), (1, 1));
+    // ASTRA-sim's Switch: one GPU per host, every transfer through the switch.
+    let f = FabricFigures::of(&build("switch", &[("hosts", "256"), ("gpus_per_host", "1")]));
+    assert_eq!((f.gpus, f.hosts), (256, 256));
+    assert_eq!(f.injection_bandwidth.0, 256 * 400_000_000_000 / 8);
+    assert_eq!(f.bisection_bandwidth.0, f.injection_bandwidth.0 / 2);
+}
+
+#[test]
 fn every_preset_builds_with_its_defaults() {
     for p in presets::all() {
         let topo = p.build(&[]).unwrap_or_else(|e| panic!("{}: {e}", p.name));

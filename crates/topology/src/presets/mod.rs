@@ -10,6 +10,7 @@ mod hpn;
 mod meta;
 mod params;
 mod superpod;
+mod switch;
 
 pub use host::{COMMON_PARAMS, MAX_GPUS, NVLINK_LATENCY, PCIE_LATENCY};
 pub use params::{parse_assignment, ParamSpec, Params, PresetError};
@@ -80,7 +81,7 @@ pub fn build_with(name: &str, settings: &[(&str, &str)]) -> Result<Topology, Pre
     build(name, &owned)
 }
 
-static PRESETS: [Preset; 7] = [
+static PRESETS: [Preset; 8] = [
     Preset {
         name: "fat-tree",
         summary: "k-ary fat-tree (Al-Fares 2008): k pods, (k/2)^2 cores, k^3/4 hosts, full bisection",
@@ -122,5 +123,11 @@ static PRESETS: [Preset; 7] = [
         summary: "NVIDIA H100 SuperPOD: rail-optimized leaf/spine by scalable units of 32 nodes x 8 rails",
         own_params: &[superpod::SUPERPOD_PARAMS],
         build: superpod::build_superpod,
+    },
+    Preset {
+        name: "switch",
+        summary: "one switch joining every NIC: the ideal non-blocking network (ASTRA-sim's Switch), 256 GPUs",
+        own_params: &[switch::SWITCH_PARAMS],
+        build: switch::build_switch,
     },
 ];
