@@ -12,8 +12,8 @@ fn build(name: &str, settings: &[(&str, &str)]) -> Topology {
     presets::build_with(name, settings).unwrap()
 }
 
-/// Three-tier oversubscribed, dual-ToR rail-optimized, and rail-optimized single-ToR fabrics
-/// with 4-GPU servers.
+/// Three-tier oversubscribed, dual-ToR rail-optimized, one-switch and rail-optimized
+/// single-ToR fabrics with 4-GPU servers.
 fn fabric(i: usize) -> Topology {
     match i {
         0 => build(
@@ -35,6 +35,7 @@ fn fabric(i: usize) -> Topology {
                 ("tor_uplinks", "2"),
             ],
         ),
+        2 => build("switch", &[("hosts", "8"), ("gpus_per_host", "4")]),
         _ => build(
             "superpod",
             &[
@@ -99,7 +100,7 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
-    fn representatives_finish_when_their_orbits_do(flows in flows(), which in 0usize..3) {
+    fn representatives_finish_when_their_orbits_do(flows in flows(), which in 0usize..4) {
         let topo = fabric(which);
         let rotation = HostRotation::new(&topo, 1).expect("these fabrics turn");
         let n = rotation.order as usize;

@@ -4,7 +4,7 @@
 //! The switch has as many ports as NICs: an idealization, not a product.
 
 use crate::builder::TopologyBuilder;
-use crate::presets::host::{add_host, check_size, HostSpec};
+use crate::presets::host::{add_host, HostSpec};
 use crate::presets::params::{ParamSpec, Params, PresetError};
 
 pub const SWITCH_PARAMS: &[ParamSpec] = &[
@@ -29,7 +29,6 @@ pub fn build_switch(p: &Params) -> Result<TopologyBuilder, PresetError> {
     let hosts = p.int("hosts", 1..=16_384)?;
     let gpus = p.int("gpus_per_host", 1..=16)?;
     let (speed, latency) = (p.bandwidth("nic_speed")?, p.latency("link_latency")?);
-    check_size(p, "hosts", u64::from(hosts) * u64::from(gpus))?;
     let mut b = TopologyBuilder::new("switch", vec!["switch".into()]);
     let switch = b.add_switch("switch".to_string(), 1, 0);
     let spec = HostSpec::from_params(p, gpus)?;
