@@ -253,7 +253,10 @@ fn switch_is_one_switch_under_every_nic() {
     assert_eq!(tier_count(&f, "switch"), 1);
     assert_eq!((f.diameter_hops, f.max_equal_cost_paths), (1, 1));
     // ASTRA-sim's Switch: one GPU per host, every transfer through the switch.
-    let f = FabricFigures::of(&build("switch", &[("hosts", "256"), ("gpus_per_host", "1")]));
+    let f = FabricFigures::of(&build(
+        "switch",
+        &[("hosts", "256"), ("gpus_per_host", "1")],
+    ));
     assert_eq!((f.gpus, f.hosts), (256, 256));
     assert_eq!(f.injection_bandwidth.0, 256 * 400_000_000_000 / 8);
     assert_eq!(f.bisection_bandwidth.0, f.injection_bandwidth.0 / 2);

@@ -18,9 +18,8 @@ fn small_preset() -> impl Strategy<Value = (&'static str, Vec<(String, String)>)
             }
         ),
         (1u32..=6).prop_map(move |h| ("leaf-spine", vec![s("k", 2 * h)])),
-        (1u32..=6, 1u32..=4).prop_map(move |(h, g)| {
-            ("switch", vec![s("hosts", h), s("gpus_per_host", g)])
-        }),
+        (1u32..=6, 1u32..=4)
+            .prop_map(move |(h, g)| { ("switch", vec![s("hosts", h), s("gpus_per_host", g)]) }),
         (1u32..=6, 1u32..=3, 1u32..=4, 0usize..2, 1u32..=3).prop_map(move |(r, h, g, up, z)| {
             let uplinks = ["1:1", "2x"][up];
             (
