@@ -1,6 +1,8 @@
 //! The link-state overlay: which directed links are up, down or derated. Changing it never
 //! rebuilds the topology; routing and the engines read capacity through it.
 
+use std::collections::BTreeMap;
+
 use fabricsim_topology::{Bandwidth, LinkId, Topology};
 
 /// The condition of one directed link.
@@ -16,7 +18,10 @@ pub enum LinkCondition {
 /// of routes can tell they are stale.
 #[derive(Clone, Debug)]
 pub struct LinkState {
-    conditions: Vec<LinkCondition>,
+    /// The links not simply up, by id: a fabric has hundreds of thousands of links and a run
+    /// a handful of changes, so a table of every link's condition was 16 bytes a link to copy
+    /// and first-touch per network.
+    conditions: BTreeMap<LinkId, LinkCondition>,
     /// `conditions[l] != Down`, packed for the routing hot loop.
     up: Vec<bool>,
     /// How many links are down (routing skips its per-link checks when none is).
@@ -28,7 +33,7 @@ impl LinkState {
     /// Every link up at its cabled capacity.
     pub fn new(topo: &Topology) -> Self {
         LinkState {
-            conditions: vec![LinkCondition::Up; topo.link_count()],
+            conditions: BTreeMap::new(),
             up: vec![true; topo.link_count()],
             down: 0,
             version: 0,
@@ -36,7 +41,10 @@ impl LinkState {
     }
 
     pub fn condition(&self, link: LinkId) -> LinkCondition {
-        self.conditions[link.index()]
+        self.conditions
+            .get(&link)
+            .copied()
+            .unwrap_or(LinkCondition::Up)
     }
 
     #[inline]
@@ -52,7 +60,7 @@ impl LinkState {
 
     /// Usable capacity now: 0 when down.
     pub fn capacity(&self, topo: &Topology, link: LinkId) -> Bandwidth {
-        match self.conditions[link.index()] {
+        match self.condition(link) {
             LinkCondition::Up => topo.link(link).capacity,
             LinkCondition::Down => Bandwidth(0),
             LinkCondition::Derated(c) => c,
@@ -61,14 +69,18 @@ impl LinkState {
 
     /// Sets one direction of a link.
     pub fn set(&mut self, link: LinkId, condition: LinkCondition) {
-        if self.conditions[link.index()] != condition {
+        if self.condition(link) != condition {
             let up = condition != LinkCondition::Down;
             match (self.up[link.index()], up) {
                 (true, false) => self.down += 1,
                 (false, true) => self.down -= 1,
                 _ => {}
             }
-            self.conditions[link.index()] = condition;
+            if condition == LinkCondition::Up {
+                self.conditions.remove(&link);
+            } else {
+                self.conditions.insert(link, condition);
+            }
             self.up[link.index()] = up;
             self.version += 1;
         }
@@ -88,9 +100,8 @@ impl LinkState {
     pub fn down_links(&self) -> impl Iterator<Item = LinkId> + '_ {
         self.conditions
             .iter()
-            .enumerate()
             .filter(|(_, c)| **c == LinkCondition::Down)
-            .map(|(i, _)| LinkId(i as u32))
+            .map(|(&l, _)| l)
     }
 }
 
