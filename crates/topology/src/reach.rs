@@ -181,8 +181,25 @@ fn nvlink_domains(topo: &Topology) -> Vec<u32> {
 /// Validation: every GPU reaches every other under the forwarding rule.
 pub(crate) fn check_gpus_reach_each_other(topo: &Topology) -> Result<(), TopologyError> {
     let sw = SwitchGraph::new(topo);
-    let classes = GpuClasses::new(topo, &sw);
     let comp = sw.components();
+    // Fast path, GPU by GPU without grouping them: every GPU has a NIC on one switch component.
+    let components_of = |gpu: NodeId| {
+        topo.nics_of_gpu(gpu)
+            .flat_map(|nic| topo.out_links(nic).iter().map(|&l| topo.link(l).dst))
+            .map(|n| sw.index_of[n.index()])
+            .filter(|&s| s != u32::MAX)
+            .map(|s| comp[s as usize])
+    };
+    if let Some(c0) = topo.gpus().first().and_then(|&g| components_of(g).min()) {
+        if topo
+            .gpus()
+            .iter()
+            .all(|&g| components_of(g).any(|c| c == c0))
+        {
+            return Ok(());
+        }
+    }
+    let classes = GpuClasses::new(topo, &sw);
     let comps: Vec<Vec<u32>> = classes
         .attach
         .iter()
@@ -193,12 +210,6 @@ pub(crate) fn check_gpus_reach_each_other(topo: &Topology) -> Result<(), Topolog
             c
         })
         .collect();
-    // Fast path: one switch component that every class touches.
-    if let Some(&c0) = comps.first().and_then(|c| c.first()) {
-        if comps.iter().all(|c| c.contains(&c0)) {
-            return Ok(());
-        }
-    }
     for a in 0..classes.len() {
         for b in a..classes.len() {
             let shared = comps[a].iter().any(|c| comps[b].contains(c));
