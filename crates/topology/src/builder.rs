@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use crate::ids::{HostId, LinkId, NodeId};
 use crate::model::{Host, Link, NodeKind, SwitchRole, Topology};
-use crate::names::NameIndex;
+use crate::names::{NameIndex, Names};
 use crate::units::{Bandwidth, Nanos};
 
 /// Ids are `u32` and every cable is two links; this bounds what a builder accepts so that ids
@@ -55,7 +55,7 @@ pub struct TopologyBuilder {
     name: String,
     tiers: Vec<String>,
     kinds: Vec<NodeKind>,
-    names: Vec<String>,
+    names: Names,
     node_host: Vec<Option<HostId>>,
     hosts: Vec<Host>,
     links: Vec<Link>,
@@ -68,7 +68,7 @@ impl TopologyBuilder {
             name: name.into(),
             tiers,
             kinds: Vec::new(),
-            names: Vec::new(),
+            names: Names::default(),
             node_host: Vec::new(),
             hosts: Vec::new(),
             links: Vec::new(),
@@ -79,8 +79,12 @@ impl TopologyBuilder {
         self.kinds.len()
     }
 
-    pub fn add_switch(&mut self, name: String, tier: u8, plane: u8) -> NodeId {
-        self.push_node(NodeKind::Switch(SwitchRole { tier, plane }), name, None)
+    pub fn add_switch(&mut self, name: impl AsRef<str>, tier: u8, plane: u8) -> NodeId {
+        self.push_node(
+            NodeKind::Switch(SwitchRole { tier, plane }),
+            name.as_ref(),
+            None,
+        )
     }
 
     pub fn add_host(&mut self, name: String) -> HostId {
@@ -96,7 +100,8 @@ impl TopologyBuilder {
 
     /// Adds a GPU, NIC or NVSwitch to `host`. A switch is not part of a host: use
     /// [`Self::add_switch`]; passing one here is a programming error and panics.
-    pub fn add_host_node(&mut self, host: HostId, kind: NodeKind, name: String) -> NodeId {
+    pub fn add_host_node(&mut self, host: HostId, kind: NodeKind, name: impl AsRef<str>) -> NodeId {
+        let name = name.as_ref();
         let id = NodeId(self.kinds.len() as u32);
         let h = &mut self.hosts[host.index()];
         match kind {
@@ -108,7 +113,7 @@ impl TopologyBuilder {
         self.push_node(kind, name, Some(host))
     }
 
-    fn push_node(&mut self, kind: NodeKind, name: String, host: Option<HostId>) -> NodeId {
+    fn push_node(&mut self, kind: NodeKind, name: &str, host: Option<HostId>) -> NodeId {
         let id = NodeId(self.kinds.len() as u32);
         self.kinds.push(kind);
         self.names.push(name);
@@ -171,7 +176,7 @@ impl TopologyBuilder {
         }
         if let Some(n) = (0..self.kinds.len()).find(|&n| out_offsets[n] == out_offsets[n + 1]) {
             return Err(TopologyError::Isolated {
-                node: self.names[n].clone(),
+                node: self.names.get(n).to_string(),
             });
         }
         let topo = Topology {
@@ -206,12 +211,14 @@ impl TopologyBuilder {
             };
             if let Some(why) = why {
                 return Err(TopologyError::BadName {
-                    name: name.clone(),
+                    name: name.to_string(),
                     why,
                 });
             }
             if !by_name.insert(&self.names, NodeId(i as u32)) {
-                return Err(TopologyError::DuplicateName { name: name.clone() });
+                return Err(TopologyError::DuplicateName {
+                    name: name.to_string(),
+                });
             }
         }
         let mut host_names = HashMap::with_capacity(self.hosts.len());
@@ -230,7 +237,7 @@ impl TopologyBuilder {
             if let NodeKind::Switch(role) = kind {
                 if role.tier == 0 || usize::from(role.tier) > self.tiers.len() {
                     return Err(TopologyError::BadTier {
-                        node: self.names[i].clone(),
+                        node: self.names.get(i).to_string(),
                         tier: role.tier,
                         tiers: self.tiers.len(),
                     });
@@ -244,10 +251,11 @@ impl TopologyBuilder {
         let n = self.kinds.len();
         for (index, link) in self.links.iter().step_by(2).enumerate() {
             let name = |id: NodeId| {
-                self.names
-                    .get(id.index())
-                    .cloned()
-                    .unwrap_or_else(|| format!("#{}", id.0))
+                if id.index() < self.names.len() {
+                    self.names.get(id.index()).to_string()
+                } else {
+                    format!("#{}", id.0)
+                }
             };
             let bad = |why: String| TopologyError::BadLink {
                 index,

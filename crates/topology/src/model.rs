@@ -4,7 +4,7 @@
 //! the network engines can walk it without hashing or allocating.
 
 use crate::ids::{HostId, LinkId, NodeId};
-use crate::names::NameIndex;
+use crate::names::{NameIndex, Names};
 use crate::units::{Bandwidth, Nanos};
 
 /// What a node is. GPUs, NICs and NVSwitches belong to a host; switches form the network.
@@ -71,7 +71,7 @@ pub struct Topology {
     pub(crate) name: String,
     pub(crate) tiers: Vec<String>,
     pub(crate) kinds: Vec<NodeKind>,
-    pub(crate) names: Vec<String>,
+    pub(crate) names: Names,
     pub(crate) node_host: Vec<Option<HostId>>,
     pub(crate) hosts: Vec<Host>,
     pub(crate) links: Vec<Link>,
@@ -103,7 +103,7 @@ impl Topology {
         self.kinds[node.index()]
     }
     pub fn node_name(&self, node: NodeId) -> &str {
-        &self.names[node.index()]
+        self.names.get(node.index())
     }
     pub fn node_by_name(&self, name: &str) -> Option<NodeId> {
         self.by_name.get(&self.names, name)

@@ -11,7 +11,7 @@ const NIC: Bandwidth = Bandwidth::from_gbps(400);
 fn one_host_needs_no_network() {
     let mut b = TopologyBuilder::new("one-box", vec![]);
     let h = b.add_host("box".into());
-    let nvs = b.add_host_node(h, NodeKind::NvSwitch, "box/nvswitch".into());
+    let nvs = b.add_host_node(h, NodeKind::NvSwitch, "box/nvswitch");
     for g in 0..8 {
         let gpu = b.add_host_node(h, NodeKind::Gpu, format!("box/gpu{g}"));
         b.connect(gpu, nvs, NVLINK, Nanos(25));
@@ -33,14 +33,8 @@ fn one_host_needs_no_network() {
 /// host0 on leaf0, host1 on leaf1.
 fn two_leaves() -> fabricsim_topology::Topology {
     let mut b = TopologyBuilder::new("two-leaves", vec!["leaf".into(), "spine".into()]);
-    let leaves = [
-        b.add_switch("leaf0".into(), 1, 0),
-        b.add_switch("leaf1".into(), 1, 0),
-    ];
-    let spines = [
-        b.add_switch("spine0".into(), 2, 0),
-        b.add_switch("spine1".into(), 2, 0),
-    ];
+    let leaves = [b.add_switch("leaf0", 1, 0), b.add_switch("leaf1", 1, 0)];
+    let spines = [b.add_switch("spine0", 2, 0), b.add_switch("spine1", 2, 0)];
     for &l in &leaves {
         for &s in &spines {
             b.connect(l, s, NIC, Nanos(500));

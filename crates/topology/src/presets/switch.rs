@@ -30,7 +30,7 @@ pub fn build_switch(p: &Params) -> Result<TopologyBuilder, PresetError> {
     let gpus = p.int("gpus_per_host", 1..=16)?;
     let (speed, latency) = (p.bandwidth("nic_speed")?, p.latency("link_latency")?);
     let mut b = TopologyBuilder::new("switch", vec!["switch".into()]);
-    let switch = b.add_switch("switch".to_string(), 1, 0);
+    let switch = b.add_switch("switch", 1, 0);
     let spec = HostSpec::from_params(p, gpus)?;
     for h in 0..hosts {
         for nic in add_host(&mut b, u64::from(h), &spec).nics {
