@@ -19,10 +19,10 @@ pub enum LinkCondition {
 #[derive(Clone, Debug)]
 pub struct LinkState {
     /// The links not simply up, by id: a fabric has hundreds of thousands of links and a run
-    /// a handful of changes, so a table of every link's condition was 16 bytes a link to copy
-    /// and first-touch per network.
+    /// changes few of them, where a table of every link's condition was 16 bytes a link to
+    /// copy and first-touch per network.
     conditions: BTreeMap<LinkId, LinkCondition>,
-    /// `conditions[l] != Down`, packed for the routing hot loop.
+    /// Per link: not `Down`, packed for the routing hot loop.
     up: Vec<bool>,
     /// How many links are down (routing skips its per-link checks when none is).
     down: usize,
