@@ -123,6 +123,10 @@ pub struct BenchArgs {
     /// links at the largest size (docs/outputs.md#html-report).
     #[arg(long, value_name = "FILE")]
     report: Option<PathBuf>,
+    /// Solve every link, even where the collective is laid alike on every server and one link
+    /// per class gives the same result (docs/commands/bench.md#server-classes).
+    #[arg(long)]
+    full_detail: bool,
 }
 
 pub(crate) fn bad(flag: &str, value: &str, expected: &str) -> Failure {
@@ -295,6 +299,7 @@ fn setup(args: &BenchArgs) -> Result<Setup, Failure> {
         down,
         path_selection: policies[0].selection,
         dtype,
+        full_detail: args.full_detail,
     };
     Ok(Setup {
         topo,

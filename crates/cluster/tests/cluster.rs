@@ -97,6 +97,7 @@ fn collective_only_traces_agree_with_bench() {
             down: Vec::new(),
             path_selection: Default::default(),
             dtype: ("float", 4),
+            full_detail: false,
         };
         let row = run_size(&topo, &ranks, &bench, bytes).unwrap();
         let sim = reports[0].iteration_ms * 1e3;

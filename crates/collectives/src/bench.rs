@@ -16,7 +16,7 @@
 //! network pairs; when no pair crosses a switch, of the NIC links; inside one host, of the
 //! ranks' NVLink ports.
 
-use fabricsim_netsim::{Engine, FlowEngine, Network};
+use fabricsim_netsim::{FlowEngine, LinkClasses, Network, NetworkError};
 use std::sync::Arc;
 
 use fabricsim_routing::balance::{group_loads, links_in_scope_over};
@@ -26,7 +26,7 @@ use fabricsim_routing::{HashConfig, LinkCondition, LinkState, PathFinder, RouteE
 use fabricsim_te::{Instance, InstanceError, PathTable, SolveError, TePolicy, TrafficMatrix};
 
 pub use fabricsim_te::Routing;
-use fabricsim_topology::{LinkId, NodeId, NodeKind, Topology};
+use fabricsim_topology::{HostId, LinkId, NodeId, NodeKind, Topology};
 
 use crate::algo::{plan, Algorithm, Fidelity, Request};
 use crate::exec::{run_with_progress, ExecError, Progress, Transport};
@@ -88,6 +88,9 @@ pub struct Bench {
     pub path_selection: PathSelection,
     /// The data type: its name and bytes per element ([`DATA_TYPES`]).
     pub dtype: (&'static str, u64),
+    /// Solve every link, even where the collective is laid alike on every server and one link
+    /// per class of identical constraints gives the same result ([`LinkClasses`]).
+    pub full_detail: bool,
 }
 
 impl Bench {
@@ -113,6 +116,7 @@ impl Bench {
             down: Vec::new(),
             path_selection: PathSelection::Hashed,
             dtype: ("float", TYPE_SIZE),
+            full_detail: false,
         }
     }
 }
@@ -145,6 +149,9 @@ pub struct Row {
     /// Every link that carried bytes (`bench --links`; not in the JSON rows).
     #[serde(skip)]
     pub links: Vec<fabricsim_netsim::LinkUse>,
+    /// Links solved as one of their class of identical constraints (0: every link solved).
+    #[serde(skip)]
+    pub classed_links: usize,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -331,16 +338,21 @@ pub fn run_size_with_progress(
         Routing::Hashed(policy) => policy,
         Routing::Te(_) => fabricsim_routing::Policy::Ecmp,
     };
-    let mut net = Network::new(
-        topo,
-        Router::new(topo, policy, bench.hash),
-        FlowEngine::new(topo),
-    );
-    net.set_link_efficiency(link_efficiency(topo, bench.transport.gpu));
-    net.set_path_selection(bench.path_selection);
-    for &l in &bench.down {
-        net.set_cable(l, LinkCondition::Down);
-    }
+    let efficiency = link_efficiency(topo, bench.transport.gpu);
+    let fresh = || {
+        let mut net = Network::new(
+            topo,
+            Router::new(topo, policy, bench.hash),
+            FlowEngine::new(topo),
+        );
+        net.set_link_efficiency(efficiency.clone());
+        net.set_path_selection(bench.path_selection);
+        for &l in &bench.down {
+            net.set_cable(l, LinkCondition::Down);
+        }
+        net
+    };
+    let mut net = fresh();
     let platform = Platform::of(topo, ranks, bench.transport.gpu)
         .with_network_path(&mut net, ranks)
         .map_err(ExecError::from)?;
@@ -356,18 +368,30 @@ pub fn run_size_with_progress(
     if let Routing::Te(solver) = bench.routing {
         net.set_policy(Box::new(te_policy(topo, ranks, bench, solver, sched)?));
     }
-    let outcome = run_with_progress(
-        &mut net,
-        Arc::clone(sched),
-        &req,
-        Transport {
-            protocol,
-            ..bench.transport
-        },
-        progress,
-    )?;
+    let transport = Transport {
+        protocol,
+        ..bench.transport
+    };
+    // Laid alike on every server, the run solves one link per class of identical
+    // constraints; a bundle that is not alike shows at the start (every group starts at
+    // once), and the size runs again in full.
+    let (mut outcome, mut classed_links) = (None, 0);
+    if let Some(classes) = server_classes(topo, ranks, bench, sched, &efficiency) {
+        classed_links = classes.classed();
+        net.set_link_classes(classes);
+        match run_with_progress(&mut net, Arc::clone(sched), &req, transport, progress) {
+            Err(ExecError::Network(NetworkError::ClassBroken(_))) => {
+                (net, classed_links) = (fresh(), 0);
+            }
+            run => outcome = Some(run?),
+        }
+    }
+    let outcome = match outcome {
+        Some(outcome) => outcome,
+        None => run_with_progress(&mut net, Arc::clone(sched), &req, transport, progress)?,
+    };
     let state = net.link_state().clone();
-    let stats = net.engine().link_stats();
+    let stats = net.link_stats();
     let span = stats.elapsed.0 as f64 * 1e-9;
     let util: Vec<f64> = topo
         .links()
@@ -408,7 +432,51 @@ pub fn run_size_with_progress(
         mean_link_utilization: mean,
         flows: outcome.flows,
         links,
+        classed_links,
     })
+}
+
+/// Classes of identical constraints for a pipelined run of `sched` whose groups all start at
+/// once, under a hashed policy with every cable up, on ranks that fill whole servers (at least
+/// two): the links of those servers by their place in the server, where capacity and
+/// efficiency agree ([`LinkClasses::by_server`]). `None` where that cannot hold or gains nothing.
+fn server_classes(
+    topo: &Topology,
+    ranks: &Ranks,
+    bench: &Bench,
+    sched: &Schedule,
+    efficiency: &[f64],
+) -> Option<LinkClasses> {
+    let eligible = !bench.full_detail
+        && bench.fidelity == Fidelity::Pipelined
+        && matches!(bench.routing, Routing::Hashed(_))
+        && bench.down.is_empty()
+        && (0..sched.groups.len() as u32).all(|i| sched.after(i).is_empty());
+    if !eligible {
+        return None;
+    }
+    let mut hosts: Vec<HostId> = Vec::new();
+    let mut held = vec![0u32; topo.hosts().len()];
+    for r in 0..ranks.len() as u32 {
+        let h = topo.host_of(ranks.gpu(r))?;
+        if held[h.index()] == 0 {
+            hosts.push(h);
+        }
+        held[h.index()] += 1;
+    }
+    let whole = hosts
+        .iter()
+        .all(|&h| held[h.index()] as usize == topo.host(h).gpus.len());
+    if !whole || hosts.len() < 2 {
+        return None;
+    }
+    hosts.sort_unstable();
+    let alike = |a: LinkId, b: LinkId| {
+        topo.link(a).capacity == topo.link(b).capacity
+            && efficiency[a.index()] == efficiency[b.index()]
+    };
+    let classes = LinkClasses::by_server(topo, &hosts, alike);
+    (classes.classed() > 0).then_some(classes)
 }
 
 /// The bytes a schedule puts between GPUs of different hosts, per (source, destination) pair

@@ -154,6 +154,13 @@ impl Schedule {
         }
     }
 
+    /// Makes room for `transfers` more transfers of one dependency each at most.
+    pub fn reserve(&mut self, transfers: usize) {
+        self.transfers.reserve(transfers);
+        self.dep_offsets.reserve(transfers);
+        self.deps.reserve(transfers);
+    }
+
     /// Adds `group`, to start once every group in `after` is done; returns its index.
     pub fn add_group(&mut self, group: Group, after: impl IntoIterator<Item = u32>) -> u32 {
         self.groups.push(group);

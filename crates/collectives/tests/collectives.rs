@@ -46,6 +46,7 @@ fn bench(
         down: Vec::new(),
         path_selection: Default::default(),
         dtype: ("float", 4),
+        full_detail: false,
     }
 }
 

@@ -17,6 +17,7 @@
 
 pub mod analytical;
 pub mod attribution;
+pub mod classes;
 pub mod engine;
 pub mod flow_engine;
 pub mod flows_file;
@@ -27,6 +28,7 @@ mod route_memo;
 pub mod window;
 
 pub use analytical::AnalyticalEngine;
+pub use classes::{ClassBroken, LinkClasses};
 pub use engine::{Completion, Engine, FlowId, FlowSpec, LinkStats, LinkUse};
 pub use flow_engine::FlowEngine;
 pub use network::{Fold, Leg, Legs, Network, NetworkError, PlacedBundle, Placement, Strand};

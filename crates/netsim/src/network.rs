@@ -11,6 +11,8 @@
 //! leaves its sources: its latency is returned to the caller, who adds it (a collective adds
 //! per-step latencies of its own).
 
+use std::borrow::Cow;
+
 use fabricsim_routing::select::{Choice, PathSelection, Selector, Ticket};
 use fabricsim_routing::{FlowKey, LinkCondition, LinkState, RouteError, Router, RoutingPolicy};
 use fabricsim_topology::{Bandwidth, LinkId, Nanos, Topology};
@@ -18,6 +20,7 @@ use fabricsim_topology::{Bandwidth, LinkId, Nanos, Topology};
 use smallvec::{smallvec, SmallVec};
 
 use crate::attribution::Attribution;
+use crate::classes::{ClassBroken, LinkClasses};
 use crate::engine::{Completion, Engine, FlowId, FlowSpec, LinkStats, Placed};
 use crate::link_sum::LinkSum;
 use crate::route_memo::{RouteMemo, Routed as Merged};
@@ -48,6 +51,9 @@ enum Recipe {
     /// directly, or through a PXN proxy: most of an all-to-all's), kept without a boxed strand.
     Routed(FlowKey, Option<FlowKey>),
     Bundle(Box<[Strand]>),
+    /// A bundle in flight under link classes, which hold for a fixed link state: nothing will
+    /// route it again, so its strands are not kept.
+    Fixed,
     Done,
 }
 
@@ -77,7 +83,7 @@ impl Recipe {
                 weight: 1.0,
             }]),
             Recipe::Bundle(strands) => Some(strands.to_vec()),
-            Recipe::Key(_) | Recipe::Done => None,
+            Recipe::Key(_) | Recipe::Fixed | Recipe::Done => None,
         }
     }
 }
@@ -86,6 +92,8 @@ impl Recipe {
 pub enum NetworkError {
     #[error(transparent)]
     Route(#[from] RouteError),
+    #[error(transparent)]
+    ClassBroken(#[from] ClassBroken),
 }
 
 pub struct Network<'t, E: Engine> {
@@ -106,6 +114,8 @@ pub struct Network<'t, E: Engine> {
     efficiency: Vec<f64>,
     /// Where flows are orbit representatives (see [`Fold`]).
     fold: Option<Fold>,
+    /// Links every bundle crosses all or none of (see [`LinkClasses`]).
+    classes: Option<LinkClasses>,
     /// The hosts' path selection for messages issued through [`Network::select`].
     selector: Selector,
     /// Bytes per link per tag, when asked for ([`Network::attribute`]).
@@ -193,6 +203,7 @@ impl<'t, E: Engine> Network<'t, E> {
             link_sum: LinkSum::default(),
             efficiency: Vec::new(),
             fold: None,
+            classes: None,
             selector: Selector::default(),
             attribution: None,
             routing_epoch: 0,
@@ -265,19 +276,45 @@ impl<'t, E: Engine> Network<'t, E> {
         self.routing_epoch += 1;
     }
 
-    /// The engine's link figures, per link of the topology (under a fold, each link with its
-    /// orbit's first link's).
-    pub fn link_stats(&mut self) -> LinkStats {
-        let mut stats = self.engine.link_stats().clone();
-        if let Some(fold) = &self.fold {
-            for (l, &first) in fold.first.iter().enumerate() {
-                let f = first.index();
-                stats.bytes[l] = stats.bytes[f];
-                stats.busy[l] = stats.busy[f];
-                stats.peak_utilization[l] = stats.peak_utilization[f];
-            }
+    /// From now on, every bundle submitted must cross each class of `classes` in full or not
+    /// at all, at one weight, and the engine sees only each class's first link (see
+    /// [`LinkClasses`]); a bundle that does not is refused with [`NetworkError::ClassBroken`].
+    /// For bundles only, at a fixed link state: set after the last [`Network::set_cable`], with
+    /// no fold, and submit nothing but bundles.
+    pub fn set_link_classes(&mut self, classes: LinkClasses) {
+        debug_assert!(self.fold.is_none(), "classes and a fold do not mix");
+        self.classes = Some(classes);
+        self.routing_epoch += 1;
+    }
+
+    /// Per link, the link whose figures it has under a fold or classes: the first link of
+    /// its orbit or its class.
+    fn figures_from<'a>(
+        fold: &'a Option<Fold>,
+        classes: &'a Option<LinkClasses>,
+    ) -> Option<&'a [LinkId]> {
+        match (fold, classes) {
+            (Some(fold), _) => Some(&fold.first),
+            (None, Some(classes)) => Some(classes.firsts()),
+            (None, None) => None,
         }
-        stats
+    }
+
+    /// The engine's link figures, per link of the topology (under a fold or classes, each link
+    /// with its orbit's or its class's first link's).
+    pub fn link_stats(&mut self) -> Cow<'_, LinkStats> {
+        let stats = self.engine.link_stats();
+        let Some(from) = Self::figures_from(&self.fold, &self.classes) else {
+            return Cow::Borrowed(stats);
+        };
+        let mut stats = stats.clone();
+        for (l, first) in from.iter().enumerate() {
+            let f = first.index();
+            stats.bytes[l] = stats.bytes[f];
+            stats.busy[l] = stats.busy[f];
+            stats.peak_utilization[l] = stats.peak_utilization[f];
+        }
+        Cow::Owned(stats)
     }
 
     /// Sets, per link, the fraction of its capacity that carries payload (its transport's
@@ -479,12 +516,13 @@ impl<'t, E: Engine> Network<'t, E> {
         bytes: u64,
         cap: Option<Bandwidth>,
     ) -> Result<FlowId, RouteError> {
+        debug_assert!(self.classes.is_none(), "link classes take bundles only");
         let mut links = std::mem::take(&mut self.scratch);
         links.clear();
         let routed = match &recipe {
             Recipe::Key(key) => self.append_route(key, 1.0, &mut links),
             Recipe::Bundle(strands) => self.route_strand(&strands[0], &mut links),
-            Recipe::Routed(..) | Recipe::Done => {
+            Recipe::Routed(..) | Recipe::Fixed | Recipe::Done => {
                 unreachable!("a one-path flow has a key or a strand")
             }
         };
@@ -525,7 +563,7 @@ impl<'t, E: Engine> Network<'t, E> {
         }
         if let Some(p) = *at {
             if let Some(id) = self.submit_again(Some(p.at), bytes, cap) {
-                let kept = self.recipes.push(Recipe::of_bundle(strands));
+                let kept = self.recipes.push(self.recipe_of(strands));
                 debug_assert_eq!(kept, id.0, "the network submits every flow of its engine");
                 return Ok((id, p.latency));
             }
@@ -566,9 +604,18 @@ impl<'t, E: Engine> Network<'t, E> {
             latency: Nanos(0),
             path,
         });
-        let kept = self.recipes.push(Recipe::of_bundle(strands));
+        let kept = self.recipes.push(self.recipe_of(strands));
         debug_assert_eq!(kept, id.0, "the network submits every flow of its engine");
         Ok((id, latency))
+    }
+
+    /// What a bundle of `strands` is kept as, to be routed again after a link change.
+    fn recipe_of(&self, strands: Vec<Strand>) -> Recipe {
+        if self.classes.is_some() {
+            Recipe::Fixed
+        } else {
+            Recipe::of_bundle(strands)
+        }
     }
 
     /// The latency of `strand`'s path under the policy and the link state now (its routes
@@ -617,12 +664,18 @@ impl<'t, E: Engine> Network<'t, E> {
                 return Ok((links.clone(), *latency));
             }
         }
-        Ok(self.merge_bundle(strands)?.0)
+        match self.merge_bundle(strands) {
+            Ok((merged, _)) => Ok(merged),
+            Err(NetworkError::Route(e)) => Err(e),
+            Err(NetworkError::ClassBroken(_)) => {
+                unreachable!("no link classes once a cable changes")
+            }
+        }
     }
 
     /// The merged incidence of a bundle's strands routed now (links in id order) and its
     /// latency, kept in the memo if there is one (with the name the memo gave it).
-    fn merge_bundle(&mut self, strands: &[Strand]) -> Result<(Merged, Option<u64>), RouteError> {
+    fn merge_bundle(&mut self, strands: &[Strand]) -> Result<(Merged, Option<u64>), NetworkError> {
         // The strands' links, unmerged, in the buffer kept between submissions.
         let mut routed = std::mem::take(&mut self.scratch);
         routed.clear();
@@ -637,6 +690,9 @@ impl<'t, E: Engine> Network<'t, E> {
         self.scratch = routed;
         let mut links = Vec::new();
         self.link_sum.drain_into(&mut links);
+        if let Some(classes) = &mut self.classes {
+            classes.fold(&mut links)?;
+        }
         let name = self
             .memo
             .as_mut()
@@ -657,6 +713,10 @@ impl<'t, E: Engine> Network<'t, E> {
     /// Changes both directions of the cable `link` belongs to, at the engine's current time,
     /// and re-routes every unfinished flow that crosses a link that is down.
     pub fn set_cable(&mut self, link: LinkId, condition: LinkCondition) {
+        debug_assert!(
+            self.classes.is_none(),
+            "link classes hold for a fixed link state"
+        );
         self.state.set_cable(link, condition);
         for l in [link, link.reverse()] {
             let cap = self.effective_capacity(l);
@@ -690,7 +750,7 @@ impl<'t, E: Engine> Network<'t, E> {
                     self.resolve_bundle(&strands)
                         .map(|(links, _)| (links, Nanos(0)))
                 }
-                Recipe::Done => continue,
+                Recipe::Fixed | Recipe::Done => continue,
             };
             match rerouted {
                 Ok((links, latency)) => self.engine.reroute(flow, links, latency),
@@ -727,8 +787,8 @@ impl Network<'_, crate::FlowEngine> {
     /// link's).
     pub fn utilization_now(&mut self, out: &mut Vec<f64>) {
         self.engine.utilization_now(out);
-        if let Some(fold) = &self.fold {
-            for (l, &first) in fold.first.iter().enumerate() {
+        if let Some(from) = Self::figures_from(&self.fold, &self.classes) {
+            for (l, first) in from.iter().enumerate() {
                 out[l] = out[first.index()];
             }
         }

@@ -259,6 +259,10 @@ pub(super) fn plan(req: &Request<'_>, s: &mut Schedule) {
     let all: Vec<u32> = (0..n).collect();
     let hosts = HostGroups::new(req.ranks, &all);
     let per_channel = split(req.bytes, req.channels);
+    if !req.step() {
+        // One transfer per edge and channel.
+        s.reserve(req.channels as usize * n as usize);
+    }
     for c in 0..req.channels {
         let ring = hosts.ring(c);
         let bytes = per_channel[c as usize];

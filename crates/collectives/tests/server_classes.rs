@@ -1,0 +1,124 @@
+//! A collective laid alike on every server solves one link per class of identical constraints
+//! (`LinkClasses`): its rows are the full problem's, bit for bit, and where the claim fails the
+//! bench runs again in full.
+
+use fabricsim_collectives::bench::{run_size, Bench, Row};
+use fabricsim_collectives::placement::{place, Placement};
+use fabricsim_collectives::{Algorithm, Collective, Fidelity, Ranks};
+use fabricsim_routing::Policy;
+use fabricsim_te::Routing;
+use fabricsim_topology::{presets, Topology};
+
+fn build(preset: &str, params: &[(&str, &str)]) -> Topology {
+    let params: Vec<(String, String)> = params
+        .iter()
+        .map(|&(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    presets::build(preset, &params).unwrap()
+}
+
+/// The row with and without classes, and how many links the first solved by class.
+fn both(topo: &Topology, gpus: usize, bench: &Bench, size: u64) -> (Row, Row) {
+    let ranks = Ranks::new(topo, place(topo, gpus, Placement::Contiguous).unwrap()).unwrap();
+    let classed = run_size(topo, &ranks, bench, size).unwrap();
+    let full = Bench {
+        full_detail: true,
+        ..bench.clone()
+    };
+    let full = run_size(topo, &ranks, &full, size).unwrap();
+    assert_eq!(full.classed_links, 0, "--full-detail solves every link");
+    (classed, full)
+}
+
+/// Asserts the rows are the same, bit for bit, every link's figures included; returns how
+/// many links the first solved by class.
+fn same(mut classed: Row, mut full: Row) -> usize {
+    let n = classed.classed_links;
+    classed.classed_links = 0;
+    assert_eq!(classed.links.len(), full.links.len(), "links used");
+    for (a, b) in classed.links.iter().zip(&full.links) {
+        assert_eq!(a, b, "link {:?}", a.link);
+    }
+    (classed.links, full.links) = (Vec::new(), Vec::new());
+    assert_eq!(classed, full);
+    n
+}
+
+fn ring(op: Collective, channels: u32, policy: Policy) -> Bench {
+    Bench {
+        algorithm: Some(Algorithm::Ring),
+        channels,
+        routing: Routing::Hashed(policy),
+        ..Bench::new(op)
+    }
+}
+
+#[test]
+fn a_ring_on_whole_servers_solves_one_link_per_class_and_gets_the_full_result() {
+    let cluster = build("meta-cluster", &[("zones", "2")]);
+    for (op, channels, policy, size) in [
+        (Collective::AllReduce, 16, Policy::Ecmp, 1 << 20),
+        (Collective::AllReduce, 8, Policy::Ecmp, 256 << 20),
+        (Collective::AllGather, 4, Policy::Spray, 64 << 20),
+        (Collective::ReduceScatter, 16, Policy::Ecmp, 1 << 30),
+    ] {
+        let (classed, full) = both(&cluster, 512, &ring(op, channels, policy), size);
+        let n = same(classed, full);
+        assert!(n > 0, "{op:?}: 64 whole servers have classes");
+    }
+    // A fat tree's servers, and an oversubscribed zone where ECMP collides.
+    let tree = build("fat-tree", &[("k", "8")]);
+    let (classed, full) = both(
+        &tree,
+        64,
+        &ring(Collective::AllReduce, 16, Policy::Ecmp),
+        64 << 20,
+    );
+    assert!(same(classed, full) > 0);
+    // Two small zones joined at 1:7, the ring crossing them where ECMP collides.
+    let zones = build(
+        "meta-cluster",
+        &[
+            ("zones", "2"),
+            ("racks", "4"),
+            ("atsw_oversubscription", "7"),
+        ],
+    );
+    let (classed, full) = both(
+        &zones,
+        zones.gpus().len(),
+        &ring(Collective::AllReduce, 16, Policy::Ecmp),
+        1 << 30,
+    );
+    assert!(same(classed, full) > 0);
+}
+
+#[test]
+fn where_servers_are_not_alike_the_bench_runs_in_full() {
+    let cluster = build("meta-cluster", &[("zones", "2")]);
+    // Part of a server: no classes are tried.
+    let (classed, full) = both(
+        &cluster,
+        60,
+        &ring(Collective::AllReduce, 16, Policy::Ecmp),
+        1 << 24,
+    );
+    assert_eq!(same(classed, full), 0);
+    // Step fidelity: transfers are not laid alike, so no classes are tried either.
+    let step = Bench {
+        fidelity: Fidelity::Step,
+        ..ring(Collective::AllReduce, 2, Policy::Ecmp)
+    };
+    let (classed, full) = both(&cluster, 16, &step, 1 << 20);
+    assert_eq!(same(classed, full), 0);
+    // Dual-ToR servers hash each connection onto one of two ports: classes are tried, a
+    // bundle breaks one, and the size runs again in full.
+    let hpn = build("hpn", &[]);
+    let (classed, full) = both(
+        &hpn,
+        256,
+        &ring(Collective::AllReduce, 16, Policy::Ecmp),
+        1 << 26,
+    );
+    assert_eq!(same(classed, full), 0, "hpn's ports hash apart");
+}

@@ -1,0 +1,179 @@
+//! Classes of identical constraints: links that every flow crosses all of or none of, with one
+//! weight, at one capacity, carry the same load at every instant and bind the same flows, so
+//! the max-min problem keeps one of each class and loses nothing (a duplicated row of a linear
+//! program). A collective laid the same way on every server is the case: channel `c`'s ring
+//! leaves server `h` through NIC `k` for every `h`, so the NICs `k` of all its servers, their
+//! PCIe links and NVLink ports, each form a class; only the links the flows hash onto differ.
+//!
+//! The classes are a claim about the flows to come, so each bundle is checked as it merges
+//! (every class it touches crossed in full, at one weight) and the engine sees only each
+//! class's first link. A bundle that breaks the claim is refused, and the caller runs again
+//! without classes: the result is then the full problem's, bit for bit, either way.
+
+use fabricsim_topology::{HostId, LinkId, Topology};
+
+/// Links grouped into classes of identical constraints, with the scratch of the check.
+#[derive(Clone, Debug)]
+pub struct LinkClasses {
+    /// Per link, the first link of its class (itself if it is alone).
+    first: Vec<LinkId>,
+    /// Per first link, how many links its class has (1 for a link alone).
+    size: Vec<u32>,
+    /// The check of one bundle: per first link, the links of its class crossed and their
+    /// weight; the first links touched, to reset.
+    seen: Vec<u32>,
+    weight: Vec<f64>,
+    touched: Vec<u32>,
+}
+
+/// A bundle crossed part of a class, or its links at different weights.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("a bundle crosses link class {first} in part or at unequal weights")]
+pub struct ClassBroken {
+    pub first: LinkId,
+}
+
+impl LinkClasses {
+    /// From each link's class, named by its first link (a first link is its own first).
+    /// Callers give links of one class the same capacity.
+    pub fn new(first: Vec<LinkId>) -> LinkClasses {
+        let mut size = vec![0u32; first.len()];
+        for f in &first {
+            debug_assert!(first[f.index()] == *f, "a class names its first link");
+            size[f.index()] += 1;
+        }
+        LinkClasses {
+            seen: vec![0; first.len()],
+            weight: vec![0.0; first.len()],
+            touched: Vec::new(),
+            first,
+            size,
+        }
+    }
+
+    /// The links of `hosts` by their place in their server: the `k`-th link of every server
+    /// (its parts' links in the order of its GPUs, NICs and NVSwitches and of each part's links,
+    /// each cable to a switch in both directions) in one class, the first server's, where
+    /// `alike` holds between it and each other server's. Servers built alike list their links
+    /// alike; any other link is alone.
+    pub fn by_server(
+        topo: &Topology,
+        hosts: &[HostId],
+        alike: impl Fn(LinkId, LinkId) -> bool,
+    ) -> LinkClasses {
+        let mut first: Vec<LinkId> = topo.link_ids().collect();
+        let local = |h: HostId| {
+            let host = topo.host(h);
+            let mut links = Vec::new();
+            for &n in host.gpus.iter().chain(&host.nics).chain(&host.nvswitches) {
+                for &l in topo.out_links(n) {
+                    links.push(l);
+                    if topo.host_of(topo.link(l).dst) != Some(h) {
+                        links.push(l.reverse());
+                    }
+                }
+            }
+            links
+        };
+        if let Some((&h0, rest)) = hosts.split_first() {
+            let firsts = local(h0);
+            let others: Vec<Vec<LinkId>> = rest.iter().map(|&h| local(h)).collect();
+            for (k, &f) in firsts.iter().enumerate() {
+                let class = others.iter().map(|links| links.get(k).copied());
+                if class.clone().all(|l| l.is_some_and(|l| alike(f, l))) {
+                    for l in class.flatten() {
+                        first[l.index()] = f;
+                    }
+                }
+            }
+        }
+        LinkClasses::new(first)
+    }
+
+    /// How many links lie in a class with others.
+    pub fn classed(&self) -> usize {
+        self.size
+            .iter()
+            .filter(|&&s| s > 1)
+            .map(|&s| s as usize)
+            .sum()
+    }
+
+    /// Per link, the first link of its class.
+    pub fn firsts(&self) -> &[LinkId] {
+        &self.first
+    }
+
+    /// Checks a bundle's merged links (each once) against the classes and keeps only each
+    /// class's first link, with the weight every link of the class carries.
+    pub fn fold(&mut self, links: &mut Vec<(LinkId, f64)>) -> Result<(), ClassBroken> {
+        let mut broken = None;
+        for &(l, w) in links.iter() {
+            let f = self.first[l.index()].index();
+            if self.size[f] == 1 {
+                continue;
+            }
+            if self.seen[f] == 0 {
+                self.touched.push(f as u32);
+                self.weight[f] = w;
+            } else if self.weight[f] != w {
+                broken.get_or_insert(f);
+            }
+            self.seen[f] += 1;
+        }
+        for &f in &self.touched {
+            let f = f as usize;
+            if self.seen[f] != self.size[f] {
+                broken.get_or_insert(f);
+            }
+            self.seen[f] = 0;
+        }
+        self.touched.clear();
+        if let Some(f) = broken {
+            return Err(ClassBroken {
+                first: LinkId(f as u32),
+            });
+        }
+        links.retain(|&(l, _)| self.first[l.index()] == l);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn classes() -> LinkClasses {
+        // Links 0, 2 and 4 are one class; 1 and 3 another; 5 is alone.
+        LinkClasses::new([0, 1, 0, 1, 0, 5].map(LinkId).to_vec())
+    }
+
+    #[test]
+    fn a_class_crossed_in_full_keeps_its_first_link() {
+        let mut c = classes();
+        assert_eq!(c.classed(), 5);
+        let mut links = vec![(0, 0.5), (2, 0.5), (4, 0.5), (5, 2.0)]
+            .into_iter()
+            .map(|(l, w)| (LinkId(l), w))
+            .collect::<Vec<_>>();
+        c.fold(&mut links).unwrap();
+        assert_eq!(links, vec![(LinkId(0), 0.5), (LinkId(5), 2.0)]);
+        // The scratch is clean for the next bundle.
+        let mut again = vec![(LinkId(1), 1.0), (LinkId(3), 1.0)];
+        c.fold(&mut again).unwrap();
+        assert_eq!(again, vec![(LinkId(1), 1.0)]);
+    }
+
+    #[test]
+    fn a_class_crossed_in_part_or_unevenly_is_refused() {
+        let mut c = classes();
+        let mut part = vec![(LinkId(0), 1.0), (LinkId(4), 1.0)];
+        assert_eq!(c.fold(&mut part), Err(ClassBroken { first: LinkId(0) }));
+        let mut uneven = vec![(LinkId(1), 1.0), (LinkId(3), 0.5)];
+        assert_eq!(c.fold(&mut uneven), Err(ClassBroken { first: LinkId(1) }));
+        // A refusal leaves nothing behind: a bundle crossing class 0 in full still folds.
+        let mut full = vec![(LinkId(0), 1.0), (LinkId(2), 1.0), (LinkId(4), 1.0)];
+        c.fold(&mut full).unwrap();
+        assert_eq!(full, vec![(LinkId(0), 1.0)]);
+    }
+}
