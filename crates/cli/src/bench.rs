@@ -300,6 +300,7 @@ fn setup(args: &BenchArgs) -> Result<Setup, Failure> {
         path_selection: policies[0].selection,
         dtype,
         full_detail: args.full_detail,
+        keep_links: args.links.is_some() || args.report.is_some(),
     };
     Ok(Setup {
         topo,

@@ -98,6 +98,7 @@ fn collective_only_traces_agree_with_bench() {
             path_selection: Default::default(),
             dtype: ("float", 4),
             full_detail: false,
+            keep_links: false,
         };
         let row = run_size(&topo, &ranks, &bench, bytes).unwrap();
         let sim = reports[0].iteration_ms * 1e3;

@@ -91,6 +91,8 @@ pub struct Bench {
     /// Solve every link, even where the collective is laid alike on every server and one link
     /// per class of identical constraints gives the same result ([`LinkClasses`]).
     pub full_detail: bool,
+    /// Keep every link's figures in each row ([`Row::links`]).
+    pub keep_links: bool,
 }
 
 impl Bench {
@@ -117,6 +119,7 @@ impl Bench {
             path_selection: PathSelection::Hashed,
             dtype: ("float", TYPE_SIZE),
             full_detail: false,
+            keep_links: false,
         }
     }
 }
@@ -146,7 +149,8 @@ pub struct Row {
     pub mean_link_utilization: f64,
     /// Engine variables the run submitted.
     pub flows: u64,
-    /// Every link that carried bytes (`bench --links`; not in the JSON rows).
+    /// Every link that carried bytes, where [`Bench::keep_links`] asks for them (`bench
+    /// --links`, `--report`; not in the JSON rows).
     #[serde(skip)]
     pub links: Vec<fabricsim_netsim::LinkUse>,
     /// Links solved as one of their class of identical constraints (0: every link solved).
@@ -405,7 +409,11 @@ pub fn run_size_with_progress(
             }
         })
         .collect();
-    let links = stats.uses(topo, stats.elapsed.0);
+    let links = if bench.keep_links {
+        stats.uses(topo, stats.elapsed.0)
+    } else {
+        Vec::new()
+    };
     // The run's flows are done with; its path finder knows the distances the scope needs.
     let mut router = net.into_router();
     let (tier, max, mean) = busiest(&state, ranks, sched, &util, router.paths_mut())?;

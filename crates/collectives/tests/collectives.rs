@@ -47,6 +47,7 @@ fn bench(
         path_selection: Default::default(),
         dtype: ("float", 4),
         full_detail: false,
+        keep_links: false,
     }
 }
 

@@ -49,6 +49,7 @@ fn ring(op: Collective, channels: u32, policy: Policy) -> Bench {
         algorithm: Some(Algorithm::Ring),
         channels,
         routing: Routing::Hashed(policy),
+        keep_links: true,
         ..Bench::new(op)
     }
 }

@@ -765,3 +765,19 @@ impl Engine for FlowEngine {
         &self.stats
     }
 }
+
+impl FlowEngine {
+    /// [`Engine::link_stats`], each link `l` given the figures of link `from[l]` (the first
+    /// link of its orbit or class, which alone carries flows).
+    pub fn link_stats_as(&mut self, from: &[LinkId]) -> &LinkStats {
+        self.link_stats();
+        let stats = &mut self.stats;
+        for (l, first) in from.iter().enumerate() {
+            let f = first.index();
+            stats.bytes[l] = stats.bytes[f];
+            stats.busy[l] = stats.busy[f];
+            stats.peak_utilization[l] = stats.peak_utilization[f];
+        }
+        &self.stats
+    }
+}

@@ -11,8 +11,6 @@
 //! leaves its sources: its latency is returned to the caller, who adds it (a collective adds
 //! per-step latencies of its own).
 
-use std::borrow::Cow;
-
 use fabricsim_routing::select::{Choice, PathSelection, Selector, Ticket};
 use fabricsim_routing::{FlowKey, LinkCondition, LinkState, RouteError, Router, RoutingPolicy};
 use fabricsim_topology::{Bandwidth, LinkId, Nanos, Topology};
@@ -298,23 +296,6 @@ impl<'t, E: Engine> Network<'t, E> {
             (None, Some(classes)) => Some(classes.firsts()),
             (None, None) => None,
         }
-    }
-
-    /// The engine's link figures, per link of the topology (under a fold or classes, each link
-    /// with its orbit's or its class's first link's).
-    pub fn link_stats(&mut self) -> Cow<'_, LinkStats> {
-        let stats = self.engine.link_stats();
-        let Some(from) = Self::figures_from(&self.fold, &self.classes) else {
-            return Cow::Borrowed(stats);
-        };
-        let mut stats = stats.clone();
-        for (l, first) in from.iter().enumerate() {
-            let f = first.index();
-            stats.bytes[l] = stats.bytes[f];
-            stats.busy[l] = stats.busy[f];
-            stats.peak_utilization[l] = stats.peak_utilization[f];
-        }
-        Cow::Owned(stats)
     }
 
     /// Sets, per link, the fraction of its capacity that carries payload (its transport's
@@ -783,6 +764,15 @@ impl<'t, E: Engine> Network<'t, E> {
 }
 
 impl Network<'_, crate::FlowEngine> {
+    /// The engine's link figures, per link of the topology (under a fold or classes, each link
+    /// with its orbit's or its class's first link's).
+    pub fn link_stats(&mut self) -> &LinkStats {
+        match Self::figures_from(&self.fold, &self.classes) {
+            Some(from) => self.engine.link_stats_as(from),
+            None => self.engine.link_stats(),
+        }
+    }
+
     /// Each link's utilization now, into `out` (under a fold, each link with its orbit's first
     /// link's).
     pub fn utilization_now(&mut self, out: &mut Vec<f64>) {

@@ -158,7 +158,7 @@ fn across_an_uplink_failure(
         }
     }
     net.run_to_end(&mut done);
-    let stats = net.link_stats().into_owned();
+    let stats = net.link_stats().clone();
     (
         done,
         latencies,
