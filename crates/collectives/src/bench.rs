@@ -445,9 +445,10 @@ pub fn run_size_with_progress(
 }
 
 /// Classes of identical constraints for a pipelined run of `sched` whose groups all start at
-/// once, under a hashed policy with every cable up, on ranks that fill whole servers (at least
-/// two): the links of those servers by their place in the server, where capacity and
-/// efficiency agree ([`LinkClasses::by_server`]). `None` where that cannot hold or gains nothing.
+/// once and are laid alike on every server, under a hashed policy with every cable up, on
+/// ranks that fill whole servers (at least two) with single-port NICs: the links of those
+/// servers by their place in the server, where capacity and efficiency agree
+/// ([`LinkClasses::by_server`]). `None` where that cannot hold or gains nothing.
 fn server_classes(
     topo: &Topology,
     ranks: &Ranks,
@@ -478,6 +479,16 @@ fn server_classes(
     if !whole || hosts.len() < 2 {
         return None;
     }
+    // A NIC of several ports puts each connection on one by its hash: servers differ.
+    let multiport = hosts.iter().flat_map(|&h| &topo.host(h).nics).any(|&nic| {
+        let up = topo.out_links(nic).iter();
+        up.filter(|&&l| topo.host_of(topo.link(l).dst).is_none())
+            .count()
+            > 1
+    });
+    if multiport || !laid_alike(topo, ranks, sched) {
+        return None;
+    }
     hosts.sort_unstable();
     let alike = |a: LinkId, b: LinkId| {
         topo.link(a).capacity == topo.link(b).capacity
@@ -485,6 +496,39 @@ fn server_classes(
     };
     let classes = LinkClasses::by_server(topo, &hosts, alike);
     (classes.classed() > 0).then_some(classes)
+}
+
+/// Whether every group of `sched` sends and receives alike on every server of `ranks`: the same
+/// transfers by the GPUs' places in their servers, bytes and path, up to a hash (a collision
+/// only costs a refused bundle and a run in full). A tree's root server, a chain's ends, an
+/// all-to-all's single messages are not.
+fn laid_alike(topo: &Topology, ranks: &Ranks, sched: &Schedule) -> bool {
+    let servers = ranks.hosts().len();
+    let slot: Vec<u64> = (0..ranks.len() as u32)
+        .map(|r| {
+            let gpu = ranks.gpu(r);
+            let host = topo.host_of(gpu).map(|h| &topo.host(h).gpus[..]);
+            host.and_then(|gpus| gpus.iter().position(|&g| g == gpu))
+                .unwrap_or(usize::MAX) as u64
+        })
+        .collect();
+    // Per group and server, the sum of a hash of each transfer it sends and receives.
+    let mut sums = vec![0u64; sched.groups.len() * servers];
+    for t in sched.transfers() {
+        let path = match t.path {
+            Path::Direct => 0,
+            Path::Via(p) => 1 + slot[p as usize],
+            Path::NvlsUp => 1 << 20,
+            Path::NvlsDown => 2 << 20,
+        };
+        let crosses = u64::from(!ranks.same_host(t.src, t.dst));
+        let what = mix(t.bytes ^ mix(path ^ (crosses << 32)));
+        let (a, b) = (slot[t.src as usize], slot[t.dst as usize]);
+        let at = |r: u32| t.group as usize * servers + ranks.host(r) as usize;
+        sums[at(t.src)] = sums[at(t.src)].wrapping_add(mix(what ^ (a << 40) ^ (b << 48)));
+        sums[at(t.dst)] = sums[at(t.dst)].wrapping_add(mix(!what ^ (b << 40) ^ (a << 48)));
+    }
+    sums.chunks(servers).all(|g| g.iter().all(|&s| s == g[0]))
 }
 
 /// The bytes a schedule puts between GPUs of different hosts, per (source, destination) pair

@@ -7,6 +7,7 @@ use fabricsim_collectives::placement::{place, Placement};
 use fabricsim_collectives::{Algorithm, Collective, Fidelity, Ranks};
 use fabricsim_routing::Policy;
 use fabricsim_te::Routing;
+use fabricsim_topology::format::{read_json, write_json};
 use fabricsim_topology::{presets, Topology};
 
 fn build(preset: &str, params: &[(&str, &str)]) -> Topology {
@@ -112,8 +113,7 @@ fn where_servers_are_not_alike_the_bench_runs_in_full() {
     };
     let (classed, full) = both(&cluster, 16, &step, 1 << 20);
     assert_eq!(same(classed, full), 0);
-    // Dual-ToR servers hash each connection onto one of two ports: classes are tried, a
-    // bundle breaks one, and the size runs again in full.
+    // Dual-ToR servers hash each connection onto one of two ports: no classes are tried.
     let hpn = build("hpn", &[]);
     let (classed, full) = both(
         &hpn,
@@ -122,4 +122,28 @@ fn where_servers_are_not_alike_the_bench_runs_in_full() {
         1 << 26,
     );
     assert_eq!(same(classed, full), 0, "hpn's ports hash apart");
+}
+
+#[test]
+fn a_server_cabled_unlike_the_others_breaks_a_class_and_the_size_runs_in_full() {
+    // Server 1's first two GPUs swap NICs: its links line up with the others' place for
+    // place, but its channels leave by other NICs, which only the bundles show.
+    let small = build(
+        "meta-cluster",
+        &[("zones", "1"), ("racks", "2"), ("hosts_per_rack", "2")],
+    );
+    let mut text = Vec::new();
+    write_json(&small, &mut text).unwrap();
+    let cable = |gpu: u32, nic: &str| format!(r#""a":"host1/gpu{gpu}","b":"host1/{nic}""#);
+    let swapped = String::from_utf8(text)
+        .unwrap()
+        .replace(&cable(0, "nic0"), &cable(0, "nicX"))
+        .replace(&cable(1, "nic1"), &cable(1, "nic0"))
+        .replace(&cable(0, "nicX"), &cable(0, "nic1"));
+    let topo = read_json(&swapped).unwrap();
+    let host1 = &topo.hosts()[1];
+    assert_eq!(topo.nics_of_gpu(host1.gpus[0]).next(), Some(host1.nics[1]));
+    let bench = ring(Collective::AllReduce, 16, Policy::Ecmp);
+    let (classed, full) = both(&topo, topo.gpus().len(), &bench, 1 << 26);
+    assert_eq!(same(classed, full), 0, "refused, and run again in full");
 }
