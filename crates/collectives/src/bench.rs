@@ -504,6 +504,10 @@ fn server_classes(
 /// all-to-all's single messages are not.
 fn laid_alike(topo: &Topology, ranks: &Ranks, sched: &Schedule) -> bool {
     let servers = ranks.hosts().len();
+    if sched.groups.len().saturating_mul(servers) > sched.len() {
+        // Fewer transfers than a group needs on every server (an all-to-all's messages).
+        return false;
+    }
     let slot: Vec<u64> = (0..ranks.len() as u32)
         .map(|r| {
             let gpu = ranks.gpu(r);

@@ -62,9 +62,10 @@ impl LinkClasses {
         alike: impl Fn(LinkId, LinkId) -> bool,
     ) -> LinkClasses {
         let mut first: Vec<LinkId> = topo.link_ids().collect();
-        let local = |h: HostId| {
+        // A server's links in their places, into a buffer kept from server to server.
+        let local = |h: HostId, links: &mut Vec<LinkId>| {
+            links.clear();
             let host = topo.host(h);
-            let mut links = Vec::new();
             for &n in host.gpus.iter().chain(&host.nics).chain(&host.nvswitches) {
                 for &l in topo.out_links(n) {
                     links.push(l);
@@ -73,17 +74,25 @@ impl LinkClasses {
                     }
                 }
             }
-            links
         };
-        if let Some((&h0, rest)) = hosts.split_first() {
-            let firsts = local(h0);
-            let others: Vec<Vec<LinkId>> = rest.iter().map(|&h| local(h)).collect();
-            for (k, &f) in firsts.iter().enumerate() {
-                let class = others.iter().map(|links| links.get(k).copied());
-                if class.clone().all(|l| l.is_some_and(|l| alike(f, l))) {
-                    for l in class.flatten() {
-                        first[l.index()] = f;
-                    }
+        let Some((&h0, rest)) = hosts.split_first() else {
+            return LinkClasses::new(first);
+        };
+        let (mut firsts, mut links) = (Vec::new(), Vec::new());
+        local(h0, &mut firsts);
+        // The places where every server is alike, then their classes.
+        let mut places = vec![true; firsts.len()];
+        for &h in rest {
+            local(h, &mut links);
+            for (k, place) in places.iter_mut().enumerate() {
+                *place &= links.get(k).is_some_and(|&l| alike(firsts[k], l));
+            }
+        }
+        for &h in rest {
+            local(h, &mut links);
+            for (k, &l) in links.iter().enumerate().take(firsts.len()) {
+                if places[k] {
+                    first[l.index()] = firsts[k];
                 }
             }
         }
