@@ -277,10 +277,11 @@ impl<'t, E: Engine> Network<'t, E> {
     /// From now on, every bundle submitted must cross each class of `classes` in full or not
     /// at all, at one weight, and the engine sees only each class's first link (see
     /// [`LinkClasses`]); a bundle that does not is refused with [`NetworkError::ClassBroken`].
-    /// For bundles only, at a fixed link state: set after the last [`Network::set_cable`], with
-    /// no fold, and submit nothing but bundles.
+    /// For bundles only, at a fixed link state: set before the first flow and after the last
+    /// [`Network::set_cable`], with no fold, and submit nothing but bundles.
     pub fn set_link_classes(&mut self, classes: LinkClasses) {
         debug_assert!(self.fold.is_none(), "classes and a fold do not mix");
+        debug_assert_eq!(self.flows_held(), 0, "classes are set before the first flow");
         self.classes = Some(classes);
         self.routing_epoch += 1;
     }
@@ -654,8 +655,9 @@ impl<'t, E: Engine> Network<'t, E> {
         }
     }
 
-    /// The merged incidence of a bundle's strands routed now (links in id order) and its
-    /// latency, kept in the memo if there is one (with the name the memo gave it).
+    /// The merged incidence of a bundle's strands routed now (links in id order; under link
+    /// classes, checked against them and each class's first link only) and its latency, kept
+    /// in the memo if there is one (with the name the memo gave it).
     fn merge_bundle(&mut self, strands: &[Strand]) -> Result<(Merged, Option<u64>), NetworkError> {
         // The strands' links, unmerged, in the buffer kept between submissions.
         let mut routed = std::mem::take(&mut self.scratch);
