@@ -281,7 +281,11 @@ impl<'t, E: Engine> Network<'t, E> {
     /// [`Network::set_cable`], with no fold, and submit nothing but bundles.
     pub fn set_link_classes(&mut self, classes: LinkClasses) {
         debug_assert!(self.fold.is_none(), "classes and a fold do not mix");
-        debug_assert_eq!(self.flows_held(), 0, "classes are set before the first flow");
+        debug_assert_eq!(
+            self.flows_held(),
+            0,
+            "classes are set before the first flow"
+        );
         self.classes = Some(classes);
         self.routing_epoch += 1;
     }
