@@ -51,26 +51,28 @@ impl LinkClasses {
         }
     }
 
-    /// The links of `hosts` by their place in their server: the `k`-th link of every server
-    /// (its parts' links in the order of its GPUs, NICs and NVSwitches and of each part's links,
-    /// each cable to a switch in both directions) in one class, the first server's, where
-    /// `alike` holds between it and each other server's. Servers built alike list their links
-    /// alike; any other link is alone.
+    /// The links of `hosts` (distinct servers) by their place in their server: the `k`-th link
+    /// of every server (its parts' links in the order of its GPUs, NICs and NVSwitches and of
+    /// each part's links, each cable to a switch in both directions) in one class, the first
+    /// server's, where `alike` holds between it and each other server's. Servers built alike
+    /// list their links alike; any other link is alone.
     pub fn by_server(
         topo: &Topology,
         hosts: &[HostId],
         alike: impl Fn(LinkId, LinkId) -> bool,
     ) -> LinkClasses {
         let mut first: Vec<LinkId> = topo.link_ids().collect();
-        // A server's links in their places, into a buffer kept from server to server.
+        // A server's links in their places, into a buffer kept from server to server: those
+        // inside it and those to a switch (a cable to another server is no one's own).
         let local = |h: HostId, links: &mut Vec<LinkId>| {
             links.clear();
             let host = topo.host(h);
             for &n in host.gpus.iter().chain(&host.nics).chain(&host.nvswitches) {
                 for &l in topo.out_links(n) {
-                    links.push(l);
-                    if topo.host_of(topo.link(l).dst) != Some(h) {
-                        links.push(l.reverse());
+                    match topo.host_of(topo.link(l).dst) {
+                        Some(other) if other == h => links.push(l),
+                        Some(_) => {}
+                        None => links.extend([l, l.reverse()]),
                     }
                 }
             }
