@@ -147,3 +147,40 @@ fn a_server_cabled_unlike_the_others_breaks_a_class_and_the_size_runs_in_full() 
     let (classed, full) = both(&topo, topo.gpus().len(), &bench, 1 << 26);
     assert_eq!(same(classed, full), 0, "refused, and run again in full");
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(16))]
+
+    /// Any ring on whole servers (of 8, in two zones at 1:3), any operation, channel count,
+    /// policy, size and seed: the same row under classes as in full. A size that splits evenly
+    /// over the ranks and channels gives every server the same bytes, so classes apply; an
+    /// uneven one gives some edges an element more, and the run is in full.
+    #[test]
+    fn classes_never_change_a_row(
+        servers in 2usize..9,
+        op in proptest::sample::select(vec![
+            Collective::AllReduce,
+            Collective::AllGather,
+            Collective::ReduceScatter,
+        ]),
+        channels in 1u32..17,
+        spray in proptest::bool::ANY,
+        even in proptest::bool::ANY,
+        size in 1u64..(1 << 30),
+        seed in 0u64..1000,
+    ) {
+        let topo = build(
+            "meta-cluster",
+            &[("zones", "2"), ("racks", "2"), ("hosts_per_rack", "2"), ("atsw_oversubscription", "3")],
+        );
+        let policy = if spray { Policy::Spray } else { Policy::Ecmp };
+        let mut bench = ring(op, channels, policy);
+        bench.transport.seed = seed;
+        // Whole 4-byte elements for every rank of every channel.
+        let unit = servers as u64 * 8 * u64::from(channels) * 4;
+        let size = if even { (size / unit).max(1) * unit } else { size };
+        let (classed, full) = both(&topo, servers * 8, &bench, size);
+        let classed_links = same(classed, full);
+        proptest::prop_assert!(!even || classed_links > 0, "an even size has classes");
+    }
+}
