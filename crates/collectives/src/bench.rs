@@ -464,19 +464,16 @@ fn server_classes(
     if !eligible {
         return None;
     }
-    let mut hosts: Vec<HostId> = Vec::new();
-    let mut held = vec![0u32; topo.hosts().len()];
-    for r in 0..ranks.len() as u32 {
-        let h = topo.host_of(ranks.gpu(r))?;
-        if held[h.index()] == 0 {
-            hosts.push(h);
-        }
-        held[h.index()] += 1;
-    }
-    let whole = hosts
+    // The ranks' servers, each held whole (its ranks on distinct GPUs, as many as it has).
+    let mut hosts = ranks
+        .hosts()
         .iter()
-        .all(|&h| held[h.index()] as usize == topo.host(h).gpus.len());
-    if !whole || hosts.len() < 2 {
+        .map(|local| {
+            let h = topo.host_of(ranks.gpu(local[0]))?;
+            (topo.host(h).gpus.len() == local.len()).then_some(h)
+        })
+        .collect::<Option<Vec<HostId>>>()?;
+    if hosts.len() < 2 {
         return None;
     }
     // A NIC of several ports puts each connection on one by its hash: servers differ.
