@@ -30,7 +30,7 @@ use fabricsim_topology::{HostId, LinkId, NodeId, NodeKind, Topology};
 
 use crate::algo::{plan, Algorithm, Fidelity, Request};
 use crate::exec::{run_with_progress, ExecError, Progress, Transport};
-use crate::hardware::link_efficiency;
+use crate::hardware::{link_efficiency, link_efficiency_of};
 use crate::layout::Ranks;
 use crate::model::Platform;
 use crate::op::Collective;
@@ -342,14 +342,13 @@ pub fn run_size_with_progress(
         Routing::Hashed(policy) => policy,
         Routing::Te(_) => fabricsim_routing::Policy::Ecmp,
     };
-    let efficiency = link_efficiency(topo, bench.transport.gpu);
     let fresh = || {
         let mut net = Network::new(
             topo,
             Router::new(topo, policy, bench.hash),
             FlowEngine::new(topo),
         );
-        net.set_link_efficiency(efficiency.clone());
+        net.set_link_efficiency(link_efficiency(topo, bench.transport.gpu));
         net.set_path_selection(bench.path_selection);
         for &l in &bench.down {
             net.set_cable(l, LinkCondition::Down);
@@ -380,7 +379,7 @@ pub fn run_size_with_progress(
     // constraints; a bundle that is not alike shows at the start (every group starts at
     // once), and the size runs again in full.
     let (mut outcome, mut classed_links) = (None, 0);
-    if let Some(classes) = server_classes(topo, ranks, bench, sched, &efficiency) {
+    if let Some(classes) = server_classes(topo, ranks, bench, sched) {
         classed_links = classes.classed();
         net.set_link_classes(classes);
         match run_with_progress(&mut net, Arc::clone(sched), &req, transport, progress) {
@@ -454,7 +453,6 @@ fn server_classes(
     ranks: &Ranks,
     bench: &Bench,
     sched: &Schedule,
-    efficiency: &[f64],
 ) -> Option<LinkClasses> {
     let eligible = !bench.full_detail
         && bench.fidelity == Fidelity::Pipelined
@@ -487,9 +485,10 @@ fn server_classes(
         return None;
     }
     hosts.sort_unstable();
+    let gpu = bench.transport.gpu;
     let alike = |a: LinkId, b: LinkId| {
         topo.link(a).capacity == topo.link(b).capacity
-            && efficiency[a.index()] == efficiency[b.index()]
+            && link_efficiency_of(topo, gpu, a) == link_efficiency_of(topo, gpu, b)
     };
     let classes = LinkClasses::by_server(topo, &hosts, alike);
     (classes.classed() > 0).then_some(classes)

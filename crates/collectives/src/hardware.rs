@@ -7,7 +7,7 @@
 //! assumes an NVLink delivers), or framing overheads from the protocol standards. None is fitted
 //! to a benchmark result that `docs/validation.md` compares against.
 
-use fabricsim_topology::{NodeKind, Topology};
+use fabricsim_topology::{LinkId, NodeKind, Topology};
 
 /// The GPU generation of the hosts: it sets the NVLink efficiency, whether NVLS exists, and the
 /// protocol caps of NCCL's model.
@@ -96,23 +96,25 @@ impl Generation {
     }
 }
 
-/// Per directed link, the payload fraction of its line rate: NVLink (GPU–NVSwitch, or a direct
-/// GPU–GPU link) at [`Generation::nvlink_efficiency`], GPU–NIC at [`PCIE_EFFICIENCY`], and every
-/// Ethernet link (NIC–switch, switch–switch) at the RoCEv2 framing of a full MTU packet.
+/// Per directed link, the payload fraction of its line rate ([`link_efficiency_of`]).
 pub fn link_efficiency(topo: &Topology, gpu: Generation) -> Vec<f64> {
-    let roce = roce_efficiency();
-    topo.links()
-        .iter()
-        .map(|link| {
-            let kinds = (topo.kind(link.src), topo.kind(link.dst));
-            match kinds {
-                (NodeKind::Gpu, NodeKind::Nic) | (NodeKind::Nic, NodeKind::Gpu) => PCIE_EFFICIENCY,
-                (NodeKind::Gpu | NodeKind::NvSwitch, _)
-                | (_, NodeKind::Gpu | NodeKind::NvSwitch) => gpu.nvlink_efficiency(),
-                _ => roce,
-            }
-        })
+    (0..topo.link_count() as u32)
+        .map(|l| link_efficiency_of(topo, gpu, LinkId(l)))
         .collect()
+}
+
+/// The payload fraction of `l`'s line rate: NVLink (GPU–NVSwitch, or a direct GPU–GPU link) at
+/// [`Generation::nvlink_efficiency`], GPU–NIC at [`PCIE_EFFICIENCY`], and every Ethernet link
+/// (NIC–switch, switch–switch) at the RoCEv2 framing of a full MTU packet.
+pub fn link_efficiency_of(topo: &Topology, gpu: Generation, l: LinkId) -> f64 {
+    let link = topo.link(l);
+    match (topo.kind(link.src), topo.kind(link.dst)) {
+        (NodeKind::Gpu, NodeKind::Nic) | (NodeKind::Nic, NodeKind::Gpu) => PCIE_EFFICIENCY,
+        (NodeKind::Gpu | NodeKind::NvSwitch, _) | (_, NodeKind::Gpu | NodeKind::NvSwitch) => {
+            gpu.nvlink_efficiency()
+        }
+        _ => roce_efficiency(),
+    }
 }
 
 /// The RoCEv2 efficiency of an Ethernet link.

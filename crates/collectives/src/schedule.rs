@@ -120,7 +120,8 @@ pub struct Group {
 #[derive(Clone, Debug)]
 pub struct Schedule {
     transfers: Vec<Packed>,
-    /// Until [`Schedule::finish`]: each transfer's dependencies, in CSR form.
+    /// Until [`Schedule::finish`]: each transfer's dependencies, in CSR form; no offsets until
+    /// a transfer has one (a pipelined schedule's transfers have none).
     dep_offsets: Vec<u32>,
     deps: Vec<u32>,
     /// Once finished: each transfer's dependents.
@@ -144,7 +145,7 @@ impl Schedule {
     pub fn new() -> Schedule {
         Schedule {
             transfers: Vec::new(),
-            dep_offsets: vec![0],
+            dep_offsets: Vec::new(),
             deps: Vec::new(),
             dependents: None,
             groups: Vec::new(),
@@ -213,7 +214,11 @@ impl Schedule {
                 self.deps.push(d);
             }
         }
-        self.dep_offsets.push(self.deps.len() as u32);
+        if !self.deps.is_empty() {
+            // Every transfer before the first with a dependency had none.
+            self.dep_offsets.resize(id as usize + 1, 0);
+            self.dep_offsets.push(self.deps.len() as u32);
+        }
         id
     }
 
@@ -223,12 +228,16 @@ impl Schedule {
             return;
         }
         let (offsets, deps) = (&self.dep_offsets, &self.deps);
-        let edges = (0..self.transfers.len()).flat_map(|t| {
+        let edges = (0..offsets.len().saturating_sub(1)).flat_map(|t| {
             deps[offsets[t] as usize..offsets[t + 1] as usize]
                 .iter()
                 .map(move |&d| (d, t as u32))
         });
-        self.dependents = Some(Csr::new(self.transfers.len(), edges));
+        self.dependents = Some(if deps.is_empty() {
+            Csr::default()
+        } else {
+            Csr::new(self.transfers.len(), edges)
+        });
         (self.dep_offsets, self.deps) = (Vec::new(), Vec::new());
     }
 
@@ -295,7 +304,7 @@ impl Schedule {
     }
 }
 
-/// Lists of `u32` per index in one table.
+/// Lists of `u32` per index in one table (with no offsets, every list empty).
 #[derive(Clone, Debug, Default)]
 pub struct Csr {
     offsets: Vec<u32>,
@@ -325,6 +334,9 @@ impl Csr {
     }
 
     pub fn get(&self, i: u32) -> &[u32] {
+        if self.offsets.is_empty() {
+            return &[];
+        }
         &self.items[self.offsets[i as usize] as usize..self.offsets[i as usize + 1] as usize]
     }
 }

@@ -118,8 +118,8 @@ pub trait Engine {
     /// Every link's usable capacity from now on, in link order: what
     /// [`Self::set_link_capacity`] link by link does, which an engine may do at once (a
     /// fabric's transport efficiencies, set before any flow).
-    fn set_link_capacities(&mut self, capacities: &[Bandwidth]) {
-        for (l, &capacity) in capacities.iter().enumerate() {
+    fn set_link_capacities(&mut self, capacities: impl ExactSizeIterator<Item = Bandwidth>) {
+        for (l, capacity) in capacities.enumerate() {
             self.set_link_capacity(LinkId(l as u32), capacity);
         }
     }

@@ -197,7 +197,7 @@ pub struct FlowEngine {
     /// By flow id, from the oldest unfinished one (finished flows' records are dropped).
     members: Window<Member>,
     /// The last cohort of each path, in flight or retired, by its key's slot (`cohort.rs`), or
-    /// `NO_COHORT`.
+    /// `NO_COHORT`, complemented (see `cohort::in_slot`).
     /// Each with the key's low 32 bits, so that a lookup reads a cohort only when the keys
     /// agree (most lookups of a run of distinct paths find another path's cohort).
     paths: Vec<(u32, u32)>,
@@ -254,7 +254,8 @@ pub struct FlowEngine {
     named: HashMap<u32, u64, rustc_hash::FxBuildHasher>,
     /// Where the last flow was placed (`placed`).
     last_placed: Placed,
-    /// Per link: its peak utilization before its capacity last changed (`close_peak`).
+    /// Per link: its peak utilization before its capacity last changed (`close_peak`); empty
+    /// until a capacity changes under load (most runs never read or write it).
     peak_before: Vec<f64>,
     solves: u64,
     solved_flows: u64,
@@ -282,7 +283,7 @@ impl FlowEngine {
             link,
             cohorts: Vec::new(),
             members: Window::default(),
-            paths: vec![(NO_COHORT, 0); PATH_SLOTS],
+            paths: vec![(0, 0); PATH_SLOTS],
             long_paths: HashMap::default(),
             incidence: Incidence::default(),
             hot: Vec::new(),
@@ -315,7 +316,7 @@ impl FlowEngine {
                 cohort: NO_COHORT,
                 key: 0,
             },
-            peak_before: vec![0.0; n],
+            peak_before: Vec::new(),
             solves: 0,
             solved_flows: 0,
         }
@@ -601,9 +602,9 @@ impl Engine for FlowEngine {
         Some(FlowId(id))
     }
 
-    fn set_link_capacities(&mut self, capacities: &[Bandwidth]) {
+    fn set_link_capacities(&mut self, capacities: impl ExactSizeIterator<Item = Bandwidth>) {
         if self.flow_count() > 0 || capacities.len() != self.link.len() {
-            for (l, &capacity) in capacities.iter().enumerate() {
+            for (l, capacity) in capacities.enumerate() {
                 self.set_link_capacity(LinkId(l as u32), capacity);
             }
             return;

@@ -21,6 +21,7 @@ pub mod classes;
 pub mod engine;
 pub mod flow_engine;
 pub mod flows_file;
+mod fold;
 mod link_sum;
 pub mod maxmin;
 pub mod network;

@@ -20,6 +20,7 @@ use smallvec::{smallvec, SmallVec};
 use crate::attribution::Attribution;
 use crate::classes::{ClassBroken, LinkClasses};
 use crate::engine::{Completion, Engine, FlowId, FlowSpec, LinkStats, Placed};
+pub use crate::fold::Fold;
 use crate::link_sum::LinkSum;
 use crate::route_memo::{RouteMemo, Routed as Merged};
 use crate::window::Window;
@@ -138,53 +139,6 @@ pub struct Placement {
 pub struct PlacedBundle {
     at: Placement,
     latency: Nanos,
-}
-
-/// Flows that stand for their orbits under a fabric automorphism: each flow submitted is one of
-/// `orbit` alike flows (its images), and the engine sees every link orbit as its first link,
-/// carrying `orbit / size` times the flow's share — the load the whole orbit of flows puts on
-/// each link of the link orbit (they all carry the same, by symmetry). Max-min rates of the
-/// representatives are then those of the full problem. Link figures are given back per link,
-/// each link of an orbit with its first link's.
-#[derive(Clone, Debug)]
-pub struct Fold {
-    first: Vec<LinkId>,
-    factor: Vec<f64>,
-}
-
-impl Fold {
-    /// From each link's orbit (its first link and the orbit's size) and the flows' orbit size.
-    pub fn new(first: Vec<LinkId>, size: &[u32], orbit: u32) -> Fold {
-        let factor = size
-            .iter()
-            .map(|&s| f64::from(orbit) / f64::from(s))
-            .collect();
-        Fold { first, factor }
-    }
-
-    /// Maps `links[start..]` onto first links with their factors, merging links of one orbit.
-    fn apply(&self, links: &mut Vec<(LinkId, f64)>, start: usize) {
-        for (l, w) in &mut links[start..] {
-            *w *= self.factor[l.index()];
-            *l = self.first[l.index()];
-        }
-        links[start..].sort_unstable_by_key(|&(l, _)| l);
-        let mut kept = start;
-        for i in start..links.len() {
-            if kept > start && links[kept - 1].0 == links[i].0 {
-                links[kept - 1].1 += links[i].1;
-            } else {
-                links[kept] = links[i];
-                kept += 1;
-            }
-        }
-        links.truncate(kept);
-    }
-
-    /// `l` and its factor.
-    fn link(&self, l: LinkId) -> (LinkId, f64) {
-        (self.first[l.index()], self.factor[l.index()])
-    }
 }
 
 impl<'t, E: Engine> Network<'t, E> {
@@ -310,19 +264,16 @@ impl<'t, E: Engine> Network<'t, E> {
         debug_assert_eq!(efficiency.len(), self.topo.link_count());
         debug_assert!(efficiency.iter().all(|&e| e > 0.0 && e <= 1.0));
         self.efficiency = efficiency;
-        let capacities: Vec<Bandwidth> = (0..self.topo.link_count())
-            .map(|l| self.effective_capacity(LinkId(l as u32)))
-            .collect();
-        self.engine.set_link_capacities(&capacities);
+        let (topo, state, efficiency) = (self.topo, &self.state, &self.efficiency);
+        self.engine.set_link_capacities(
+            (0..topo.link_count() as u32)
+                .map(|l| effective_capacity(topo, state, efficiency, LinkId(l))),
+        );
     }
 
     /// `l`'s capacity under the link state, times its efficiency.
     fn effective_capacity(&self, l: LinkId) -> Bandwidth {
-        let cap = self.state.capacity(self.topo, l);
-        match self.efficiency.get(l.index()) {
-            Some(&e) if e != 1.0 => Bandwidth((cap.0 as f64 * e).round() as u64),
-            _ => cap,
-        }
+        effective_capacity(self.topo, &self.state, &self.efficiency, l)
     }
 
     /// Remembers each flow key's route until the link state changes, for callers that route
@@ -788,5 +739,19 @@ impl Network<'_, crate::FlowEngine> {
                 out[l] = out[first.index()];
             }
         }
+    }
+}
+
+/// `l`'s capacity under `state`, times its `efficiency` (1 where none is given).
+fn effective_capacity(
+    topo: &Topology,
+    state: &LinkState,
+    efficiency: &[f64],
+    l: LinkId,
+) -> Bandwidth {
+    let cap = state.capacity(topo, l);
+    match efficiency.get(l.index()) {
+        Some(&e) if e != 1.0 => Bandwidth((cap.0 as f64 * e).round() as u64),
+        _ => cap,
     }
 }

@@ -144,7 +144,7 @@ fn capacities_then_flows(
         })
         .collect();
     if at_once {
-        engine.set_link_capacities(&capacities);
+        engine.set_link_capacities(capacities.iter().copied());
     } else {
         for (l, &c) in capacities.iter().enumerate() {
             engine.set_link_capacity(LinkId(l as u32), c);

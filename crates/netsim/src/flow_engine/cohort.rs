@@ -205,6 +205,13 @@ fn path_key(links: &[(LinkId, f64)], cap: f64, latency: Nanos) -> u64 {
     std::hash::Hasher::finish(&h)
 }
 
+/// A slot of the table of paths as kept: its cohort complemented, so that an empty slot
+/// (`NO_COHORT`) is all zeros and the table is allocated zeroed, its pages mapped only where
+/// a path lands.
+pub(super) fn in_slot((b, check): (u32, u32)) -> (u32, u32) {
+    (!b, check)
+}
+
 /// `key`'s slot in the table of paths (the hash's top bits, its best mixed).
 fn path_slot(key: u64) -> usize {
     (key >> (64 - PATH_SLOTS.trailing_zeros())) as usize
@@ -247,7 +254,7 @@ impl FlowEngine {
         let (links, latency) = (spec.links, spec.latency);
         let key = path_key(links, cap, latency);
         let slot = path_slot(key);
-        let (b, check) = self.paths[slot];
+        let (b, check) = in_slot(self.paths[slot]);
         if b != NO_COHORT && check == key as u32 && self.given_spec(b, spec, cap) {
             self.join_path(b, m, bytes);
             self.last_placed = Placed { cohort: b, key };
@@ -282,10 +289,10 @@ impl FlowEngine {
             mark: 0,
             slot: PENDING,
         });
-        if let Some(old) = self.cohorts.get_mut(self.paths[slot].0 as usize) {
+        if let Some(old) = self.cohorts.get_mut(in_slot(self.paths[slot]).0 as usize) {
             old.in_table = false;
         }
-        self.paths[slot] = (b, key as u32);
+        self.paths[slot] = (!b, key as u32);
         self.enlist(b, m, bytes);
         self.attach(b);
         self.last_placed = Placed { cohort: b, key };
@@ -298,7 +305,7 @@ impl FlowEngine {
         let cohort = &self.cohorts[placed.cohort as usize];
         debug_assert_eq!(
             cohort.in_table,
-            self.paths[path_slot(placed.key)] == (placed.cohort, placed.key as u32)
+            in_slot(self.paths[path_slot(placed.key)]) == (placed.cohort, placed.key as u32)
         );
         cohort.in_table && cohort.cap.to_bits() == cap.to_bits()
     }

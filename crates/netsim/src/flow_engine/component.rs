@@ -64,6 +64,11 @@ impl FlowEngine {
         }
         if self.dirty_flows.is_empty() && self.dirty_links.is_empty() {
             self.drain_floor = f64::INFINITY;
+            if self.flow_count() == 0 {
+                // Capacities set before any flow queue nothing: what solving their idle links
+                // would have done (`set_capacities_before_any_flow`).
+                self.structural = false;
+            }
             return;
         }
         self.epoch = self.epoch.wrapping_add(1);

@@ -504,7 +504,9 @@ impl FlowEngine {
         } else {
             0.0
         };
-        self.peak_before[l as usize].max(now)
+        self.peak_before
+            .get(l as usize)
+            .map_or(now, |&before| before.max(now))
     }
 
     /// Before link `l`'s capacity changes: its peak so far becomes a utilization, on the
@@ -515,6 +517,9 @@ impl FlowEngine {
             // Nothing carried since the last change: every peak so far stands (a fabric's
             // capacities set link by link before the first flow cost nothing per twin).
             return;
+        }
+        if self.peak_before.is_empty() {
+            self.peak_before = vec![0.0; self.link.len()];
         }
         // Its twins share its cell (by position: the twins are read while peaks are written).
         match self.twins.class_of(l).map(Class::span) {
@@ -529,18 +534,19 @@ impl FlowEngine {
         self.link[cell as usize].peak = 0.0;
     }
 
-    /// Every link's capacity, before any flow: what `set_link_capacity` link by link leaves
-    /// (the same cells, and the same changed links queued in the same order for the first
-    /// solve), with each class's representative solved at its least capacity once, where link
-    /// by link it was found again for every member (a trunk has up to 64).
-    pub(super) fn set_capacities_before_any_flow(&mut self, capacities: &[Bandwidth]) {
-        for (l, &capacity) in capacities.iter().enumerate() {
+    /// Every link's capacity, before any flow: the cells `set_link_capacity` link by link
+    /// leaves, with each class's representative solved at its least capacity once, where link
+    /// by link it was found again for every member (a trunk has up to 64). No link is queued:
+    /// with no flow yet, every link is idle at no load, and a solve of it would change nothing
+    /// but clear `structural`, which the next solve with nothing queued clears as well.
+    pub(super) fn set_capacities_before_any_flow(
+        &mut self,
+        capacities: impl Iterator<Item = Bandwidth>,
+    ) {
+        for (l, capacity) in capacities.enumerate() {
             let (l, capacity) = (l as u32, capacity.0 as f64);
             self.link[l as usize].capacity = capacity;
-            match self.twins.record_capacity(l, capacity).map(|c| c.rep) {
-                Some(rep) if rep != l => self.dirty_links.extend([rep, l]),
-                _ => self.dirty_links.push(l),
-            }
+            self.twins.record_capacity(l, capacity);
         }
         for c in self.twins.active_classes() {
             self.link[c.rep as usize].capacity = self.twins.solved_capacity(c);
@@ -637,9 +643,9 @@ mod tests {
     use super::*;
     use fabricsim_topology::presets;
 
-    /// Capacities set at once before any flow leave every cell, every member's own capacity
-    /// and the changed links queued as setting them link by link does; uneven trunks are
-    /// solved at their least member's.
+    /// Capacities set at once before any flow leave every cell and every member's own capacity
+    /// as setting them link by link does, and nothing to solve that link by link has; uneven
+    /// trunks are solved at their least member's.
     #[test]
     fn capacities_set_at_once_are_the_link_by_link_ones() {
         use crate::engine::Engine;
@@ -654,7 +660,7 @@ mod tests {
             })
             .collect();
         let (mut at_once, mut one_by_one) = (FlowEngine::new(&topo), FlowEngine::new(&topo));
-        at_once.set_link_capacities(&capacities);
+        at_once.set_link_capacities(capacities.iter().copied());
         for (l, &c) in capacities.iter().enumerate() {
             one_by_one.set_link_capacity(LinkId(l as u32), c);
         }
@@ -664,8 +670,14 @@ mod tests {
             |e: &FlowEngine| -> Vec<u64> { e.twins.capacity.iter().map(|c| c.to_bits()).collect() };
         assert_eq!(cells(&at_once), cells(&one_by_one));
         assert_eq!(own(&at_once), own(&one_by_one));
-        assert_eq!(at_once.dirty_links, one_by_one.dirty_links);
-        assert_eq!(at_once.structural, one_by_one.structural);
+        // Link by link queues every link, each idle at no load; at once queues none, and both
+        // leave the next solve structural.
+        assert!(at_once.dirty_links.is_empty());
+        assert!(one_by_one.dirty_links.iter().all(|&l| {
+            let link = &one_by_one.link[l as usize];
+            link.flows.is_empty() && link.load() == 0.0
+        }));
+        assert!(at_once.structural && one_by_one.structural);
         let below_own = at_once
             .twins
             .active_classes()
