@@ -394,25 +394,27 @@ pub fn run_size_with_progress(
         None => run_with_progress(&mut net, Arc::clone(sched), &req, transport, progress)?,
     };
     let state = net.link_state().clone();
-    let stats = net.link_stats();
-    let span = stats.elapsed.0 as f64 * 1e-9;
-    let util: Vec<f64> = topo
-        .links()
-        .iter()
-        .enumerate()
-        .map(|(l, link)| {
-            if span > 0.0 {
-                stats.bytes[l] / (link.capacity.0 as f64 * span)
-            } else {
-                0.0
-            }
-        })
-        .collect();
     let links = if bench.keep_links {
+        let stats = net.link_stats();
         stats.uses(topo, stats.elapsed.0)
     } else {
         Vec::new()
     };
+    // Each link's utilization over the run, in place of its bytes; a link that carried nothing
+    // keeps its zero (and its page of the table untouched) unless its capacity is zero.
+    let (mut util, elapsed) = net.take_link_bytes();
+    let span = elapsed.0 as f64 * 1e-9;
+    for (u, link) in util.iter_mut().zip(topo.links()) {
+        let capacity = link.capacity.0 as f64;
+        if *u == 0.0 && (capacity != 0.0 || span <= 0.0) {
+            continue;
+        }
+        *u = if span > 0.0 {
+            *u / (capacity * span)
+        } else {
+            0.0
+        };
+    }
     // The run's flows are done with; its path finder knows the distances the scope needs.
     let mut router = net.into_router();
     let (tier, max, mean) = busiest(&state, ranks, sched, &util, router.paths_mut())?;

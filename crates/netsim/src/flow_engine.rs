@@ -268,7 +268,6 @@ fn ns_to_s(ns: u64) -> f64 {
 impl FlowEngine {
     /// An engine over `topo`'s links at their cabled capacities, at time 0.
     pub fn new(topo: &Topology) -> Self {
-        let n = topo.link_count();
         let twins = Twins::new(topo);
         let mut link: Vec<Link> = topo
             .links()
@@ -308,7 +307,7 @@ impl FlowEngine {
             rates: Vec::new(),
             dense: DenseScratch::default(),
             in_place_entries: in_place::IN_PLACE_ENTRIES,
-            stats: LinkStats::new(n),
+            stats: LinkStats::default(),
             twins,
             given: Vec::new(),
             named: HashMap::default(),
@@ -733,12 +732,64 @@ impl Engine for FlowEngine {
         self.now = self.now.max(to);
     }
 
+    /// Each link's bytes ([`Self::sum_link_bytes`]), time with load and peak utilization.
+    fn link_stats(&mut self) -> &LinkStats {
+        self.sum_link_bytes();
+        let n = self.link.len();
+        self.stats.busy.resize(n, Nanos(0));
+        self.stats.peak_utilization.resize(n, 0.0);
+        for l in 0..self.link.len() as u32 {
+            let (cell, capacity) = self.figured_as(l);
+            self.stats.busy[l as usize] = Nanos(self.link[cell as usize].busy_until(self.now.0));
+            self.stats.peak_utilization[l as usize] = self.peak_on(l, cell, capacity);
+        }
+        &self.stats
+    }
+}
+
+impl FlowEngine {
+    /// [`Engine::link_stats`], each link `l` given the figures of link `from[l]` (the first
+    /// link of its orbit or class, which alone carries flows).
+    pub fn link_stats_as(&mut self, from: &[LinkId]) -> &LinkStats {
+        self.link_stats();
+        let stats = &mut self.stats;
+        for (l, first) in from.iter().enumerate() {
+            let f = first.index();
+            stats.bytes[l] = stats.bytes[f];
+            stats.busy[l] = stats.busy[f];
+            stats.peak_utilization[l] = stats.peak_utilization[f];
+        }
+        &self.stats
+    }
+
+    /// Each link's bytes carried and the time they run to, taken from the engine (its next
+    /// figures start afresh): [`Engine::link_stats`]'s bytes without the figures read from
+    /// every link's cell. Link `l` is given the bytes of `from[l]` where `from` is given.
+    pub fn take_link_bytes(&mut self, from: Option<&[LinkId]>) -> (Vec<f64>, Nanos) {
+        self.sum_link_bytes();
+        let mut bytes = std::mem::take(&mut self.stats.bytes);
+        for (l, first) in from.unwrap_or_default().iter().enumerate() {
+            // Every link's own sum is zero but a first link's: write only what carried bytes.
+            let b = bytes[first.index()];
+            if b != 0.0 {
+                bytes[l] = b;
+            }
+        }
+        (bytes, self.now)
+    }
+
     /// Sums each link's bytes from the cohorts that crossed it (what each cohort's flows sent,
     /// rerouted flows' bytes staying with the cohort they left): exactly the bytes flows sent,
     /// whatever the rounding of drain times to ns, and nothing to count per event.
-    fn link_stats(&mut self) -> &LinkStats {
+    fn sum_link_bytes(&mut self) {
         self.solve_dirty();
-        self.stats.bytes.iter_mut().for_each(|b| *b = 0.0);
+        let n = self.link.len();
+        if self.stats.bytes.len() == n {
+            self.stats.bytes.iter_mut().for_each(|b| *b = 0.0);
+        } else {
+            // Allocated zeroed: the pages of links that carried nothing are never touched.
+            self.stats.bytes = vec![0.0; n];
+        }
         for f in 0..self.cohorts.len() as u32 {
             if self.cohorts[f as usize].active {
                 self.settle(f);
@@ -757,28 +808,6 @@ impl Engine for FlowEngine {
                 }
             }
         }
-        for l in 0..self.link.len() as u32 {
-            let (cell, capacity) = self.figured_as(l);
-            self.stats.busy[l as usize] = Nanos(self.link[cell as usize].busy_until(self.now.0));
-            self.stats.peak_utilization[l as usize] = self.peak_on(l, cell, capacity);
-        }
         self.stats.elapsed = self.now;
-        &self.stats
-    }
-}
-
-impl FlowEngine {
-    /// [`Engine::link_stats`], each link `l` given the figures of link `from[l]` (the first
-    /// link of its orbit or class, which alone carries flows).
-    pub fn link_stats_as(&mut self, from: &[LinkId]) -> &LinkStats {
-        self.link_stats();
-        let stats = &mut self.stats;
-        for (l, first) in from.iter().enumerate() {
-            let f = first.index();
-            stats.bytes[l] = stats.bytes[f];
-            stats.busy[l] = stats.busy[f];
-            stats.peak_utilization[l] = stats.peak_utilization[f];
-        }
-        &self.stats
     }
 }

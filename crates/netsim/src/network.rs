@@ -730,6 +730,13 @@ impl Network<'_, crate::FlowEngine> {
         }
     }
 
+    /// Each link's bytes carried and the time they run to, taken from the engine (under a fold
+    /// or classes, each link with its first link's): [`Self::link_stats`]'s bytes, cheaper.
+    pub fn take_link_bytes(&mut self) -> (Vec<f64>, Nanos) {
+        let from = Self::figures_from(&self.fold, &self.classes);
+        self.engine.take_link_bytes(from)
+    }
+
     /// Each link's utilization now, into `out` (under a fold, each link with its orbit's first
     /// link's).
     pub fn utilization_now(&mut self, out: &mut Vec<f64>) {
