@@ -621,16 +621,23 @@ impl<'t, E: Engine> Network<'t, E> {
         for strand in strands {
             latency = latency.max(self.route_strand(strand, &mut routed)?);
         }
-        let count = self.topo.link_count();
-        for &(l, w) in &routed {
-            self.link_sum.add(count, l, w);
+        let mut links = Vec::new();
+        // Under classes, routes that cross each link once fold as they are read.
+        let folded = match &mut self.classes {
+            Some(classes) => classes.fold_routes(&routed, &mut links)?,
+            None => false,
+        };
+        if !folded {
+            let count = self.topo.link_count();
+            for &(l, w) in &routed {
+                self.link_sum.add(count, l, w);
+            }
+            self.link_sum.drain_into(&mut links);
+            if let Some(classes) = &mut self.classes {
+                classes.fold(&mut links)?;
+            }
         }
         self.scratch = routed;
-        let mut links = Vec::new();
-        self.link_sum.drain_into(&mut links);
-        if let Some(classes) = &mut self.classes {
-            classes.fold(&mut links)?;
-        }
         let name = self
             .memo
             .as_mut()
