@@ -137,9 +137,11 @@ impl Twins {
         let mut twins = Twins {
             pairs_active: false,
             trunks_active: false,
-            classes: Vec::new(),
-            members: Vec::new(),
-            capacity: Vec::new(),
+            // A link is in one class at most: room for every link, touched only as filled,
+            // so that no table is copied as it grows.
+            classes: Vec::with_capacity(n / 2),
+            members: Vec::with_capacity(n),
+            capacity: Vec::with_capacity(n),
             class_of: vec![NONE; n],
             in_class: vec![0u64; n.div_ceil(64)],
             shadows: vec![0u64; n.div_ceil(64)],
