@@ -65,8 +65,8 @@ impl FlowEngine {
         if self.dirty_flows.is_empty() && self.dirty_links.is_empty() {
             self.drain_floor = f64::INFINITY;
             if self.flow_count() == 0 {
-                // Capacities set before any flow queue nothing: what solving their idle links
-                // would have done (`set_capacities_before_any_flow`).
+                // Capacities set before any flow queue no link, all idle: solving them would
+                // have done nothing but this (`set_capacities_before_any_flow`).
                 self.structural = false;
             }
             return;
