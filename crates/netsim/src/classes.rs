@@ -123,31 +123,9 @@ impl LinkClasses {
     pub fn fold(&mut self, links: &mut Vec<(LinkId, f64)>) -> Result<(), ClassBroken> {
         let mut broken = None;
         for &(l, w) in links.iter() {
-            let f = self.first[l.index()].index();
-            if self.size[f] == 1 {
-                continue;
-            }
-            if self.seen[f] == 0 {
-                self.touched.push(f as u32);
-                self.weight[f] = w;
-            } else if self.weight[f] != w {
-                broken.get_or_insert(f);
-            }
-            self.seen[f] += 1;
+            self.meet(l, w, &mut broken);
         }
-        for &f in &self.touched {
-            let f = f as usize;
-            if self.seen[f] != self.size[f] {
-                broken.get_or_insert(f);
-            }
-            self.seen[f] = 0;
-        }
-        self.touched.clear();
-        if let Some(f) = broken {
-            return Err(ClassBroken {
-                first: LinkId(f as u32),
-            });
-        }
+        self.close(broken)?;
         links.retain(|&(l, _)| self.first[l.index()] == l);
         Ok(())
     }
@@ -174,25 +152,49 @@ impl LinkClasses {
             }
             self.met[word] |= bit;
             read += 1;
-            let f = self.first[i].index();
-            if self.size[f] == 1 {
-                out.push((l, w));
-                continue;
+            // A whole class at one weight is kept at its first link, at the weight of the
+            // first of its links met.
+            if let Some(kept) = self.meet(l, w, &mut broken) {
+                out.push((kept, w));
             }
-            // A whole class at one weight keeps its first link at that weight: the weight of
-            // the first of its links met.
-            if self.seen[f] == 0 {
-                self.touched.push(f as u32);
-                self.weight[f] = w;
-                out.push((LinkId(f as u32), w));
-            } else if self.weight[f] != w {
-                broken.get_or_insert(f);
-            }
-            self.seen[f] += 1;
         }
         for &(l, _) in &routes[..read] {
             self.met[l.index() / 64] = 0;
         }
+        let checked = self.close(broken);
+        if twice || checked.is_err() {
+            out.truncate(start);
+        }
+        if twice {
+            return Ok(false);
+        }
+        checked?;
+        out[start..].sort_unstable_by_key(|&(l, _)| l);
+        Ok(true)
+    }
+
+    /// Link `l` of the bundle being checked, at weight `w`: `l` itself if it is alone, its
+    /// class's first link if it is the first of its class met, `None` for another; a weight
+    /// unlike the class's marks the class `broken`.
+    fn meet(&mut self, l: LinkId, w: f64, broken: &mut Option<usize>) -> Option<LinkId> {
+        let f = self.first[l.index()].index();
+        if self.size[f] == 1 {
+            return Some(l);
+        }
+        let met = self.seen[f];
+        if met == 0 {
+            self.touched.push(f as u32);
+            self.weight[f] = w;
+        } else if self.weight[f] != w {
+            broken.get_or_insert(f);
+        }
+        self.seen[f] = met + 1;
+        (met == 0).then_some(LinkId(f as u32))
+    }
+
+    /// Ends the check of a bundle, the scratch reset: refused if a class was met in part or
+    /// `broken`.
+    fn close(&mut self, mut broken: Option<usize>) -> Result<(), ClassBroken> {
         for &f in &self.touched {
             let f = f as usize;
             if self.seen[f] != self.size[f] {
@@ -201,18 +203,11 @@ impl LinkClasses {
             self.seen[f] = 0;
         }
         self.touched.clear();
-        if twice {
-            out.truncate(start);
-            return Ok(false);
-        }
-        if let Some(f) = broken {
-            out.truncate(start);
-            return Err(ClassBroken {
+        broken.map_or(Ok(()), |f| {
+            Err(ClassBroken {
                 first: LinkId(f as u32),
-            });
-        }
-        out[start..].sort_unstable_by_key(|&(l, _)| l);
-        Ok(true)
+            })
+        })
     }
 }
 
