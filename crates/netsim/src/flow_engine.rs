@@ -44,6 +44,7 @@ use crate::window::Window;
 
 mod cohort;
 mod component;
+mod figures;
 mod in_place;
 mod link;
 mod membership;
@@ -744,70 +745,5 @@ impl Engine for FlowEngine {
             self.stats.peak_utilization[l as usize] = self.peak_on(l, cell, capacity);
         }
         &self.stats
-    }
-}
-
-impl FlowEngine {
-    /// [`Engine::link_stats`], each link `l` given the figures of link `from[l]` (the first
-    /// link of its orbit or class, which alone carries flows).
-    pub fn link_stats_as(&mut self, from: &[LinkId]) -> &LinkStats {
-        self.link_stats();
-        let stats = &mut self.stats;
-        for (l, first) in from.iter().enumerate() {
-            let f = first.index();
-            stats.bytes[l] = stats.bytes[f];
-            stats.busy[l] = stats.busy[f];
-            stats.peak_utilization[l] = stats.peak_utilization[f];
-        }
-        &self.stats
-    }
-
-    /// Each link's bytes carried and the time they run to, taken from the engine (its next
-    /// figures start afresh): [`Engine::link_stats`]'s bytes without the figures read from
-    /// every link's cell. Link `l` is given the bytes of `from[l]` where `from` is given.
-    pub fn take_link_bytes(&mut self, from: Option<&[LinkId]>) -> (Vec<f64>, Nanos) {
-        self.sum_link_bytes();
-        let mut bytes = std::mem::take(&mut self.stats.bytes);
-        for (l, first) in from.unwrap_or_default().iter().enumerate() {
-            // Every link's own sum is zero but a first link's: write only what carried bytes.
-            let b = bytes[first.index()];
-            if b != 0.0 {
-                bytes[l] = b;
-            }
-        }
-        (bytes, self.now)
-    }
-
-    /// Sums each link's bytes from the cohorts that crossed it (what each cohort's flows sent,
-    /// rerouted flows' bytes staying with the cohort they left): exactly the bytes flows sent,
-    /// whatever the rounding of drain times to ns, and nothing to count per event.
-    fn sum_link_bytes(&mut self) {
-        self.solve_dirty();
-        let n = self.link.len();
-        if self.stats.bytes.len() == n {
-            self.stats.bytes.iter_mut().for_each(|b| *b = 0.0);
-        } else {
-            // Allocated zeroed: the pages of links that carried nothing are never touched.
-            self.stats.bytes = vec![0.0; n];
-        }
-        for f in 0..self.cohorts.len() as u32 {
-            if self.cohorts[f as usize].active {
-                self.settle(f);
-            }
-            let flow = &self.cohorts[f as usize];
-            if flow.carried > 0.0 {
-                for (l, w) in self.incidence.get(flow.links) {
-                    self.stats.bytes[l as usize] += flow.carried * w;
-                    if let Some(c) = self.twins.represented_by(l).filter(|_| flow.folded) {
-                        for &m in self.twins.members(c) {
-                            if m != l {
-                                self.stats.bytes[m as usize] += flow.carried * w;
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        self.stats.elapsed = self.now;
     }
 }

@@ -483,59 +483,6 @@ impl Twins {
 }
 
 impl FlowEngine {
-    /// The link whose cell holds `l`'s load, busy time and peak (`l`'s own, or a shadow's
-    /// representative's while its class folds paths), and `l`'s own capacity.
-    #[inline]
-    pub(super) fn figured_as(&self, l: u32) -> (u32, f64) {
-        match self.twins.class_of(l) {
-            Some(c) => (c.rep, self.twins.own_capacity(c, l)),
-            None => (l, self.link[l as usize].capacity),
-        }
-    }
-
-    /// Link `l`'s peak utilization so far.
-    pub(super) fn peak_utilization(&self, l: u32) -> f64 {
-        let (cell, capacity) = self.figured_as(l);
-        self.peak_on(l, cell, capacity)
-    }
-
-    /// [`Self::peak_utilization`] of `l`, figured as `cell` at `capacity`.
-    pub(super) fn peak_on(&self, l: u32, cell: u32, capacity: f64) -> f64 {
-        let now = if capacity > 0.0 {
-            self.link[cell as usize].peak / capacity
-        } else {
-            0.0
-        };
-        self.peak_before
-            .get(l as usize)
-            .map_or(now, |&before| before.max(now))
-    }
-
-    /// Before link `l`'s capacity changes: its peak so far becomes a utilization, on the
-    /// capacity it had, and its peak load starts again (with its twins', whose cell it is).
-    pub(super) fn close_peak(&mut self, l: u32) {
-        let (cell, _) = self.figured_as(l);
-        if self.link[cell as usize].peak == 0.0 {
-            // Nothing carried since the last change: every peak so far stands (a fabric's
-            // capacities set link by link before the first flow cost nothing per twin).
-            return;
-        }
-        if self.peak_before.is_empty() {
-            self.peak_before = vec![0.0; self.link.len()];
-        }
-        // Its twins share its cell (by position: the twins are read while peaks are written).
-        match self.twins.class_of(l).map(Class::span) {
-            Some(span) => {
-                for i in span {
-                    let m = self.twins.members[i];
-                    self.peak_before[m as usize] = self.peak_utilization(m);
-                }
-            }
-            None => self.peak_before[l as usize] = self.peak_utilization(l),
-        }
-        self.link[cell as usize].peak = 0.0;
-    }
-
     /// Every link's capacity, before any flow: the cells `set_link_capacity` link by link
     /// leaves, with each class's representative solved at its least capacity once, where link
     /// by link it was found again for every member (a trunk has up to 64). No link is queued:
