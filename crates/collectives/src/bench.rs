@@ -406,7 +406,7 @@ pub fn run_size_with_progress(
     let span = elapsed.0 as f64 * 1e-9;
     for (u, link) in util.iter_mut().zip(topo.links()) {
         let capacity = link.capacity.0 as f64;
-        if *u == 0.0 && (capacity != 0.0 || span <= 0.0) {
+        if *u == 0.0 && capacity != 0.0 {
             continue;
         }
         *u = if span > 0.0 {

@@ -744,8 +744,8 @@ impl Network<'_, crate::FlowEngine> {
         self.engine.take_link_bytes(from)
     }
 
-    /// Each link's utilization now, into `out` (under a fold, each link with its orbit's first
-    /// link's).
+    /// Each link's utilization now, into `out` (under a fold or classes, each link with its
+    /// orbit's or its class's first link's).
     pub fn utilization_now(&mut self, out: &mut Vec<f64>) {
         self.engine.utilization_now(out);
         if let Some(from) = Self::figures_from(&self.fold, &self.classes) {
