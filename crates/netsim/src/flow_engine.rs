@@ -34,7 +34,7 @@
 //! (`twins.rs`).
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::HashMap;
 
 use fabricsim_topology::{Bandwidth, LinkId, Nanos, Topology};
 
@@ -176,6 +176,13 @@ impl Due {
     }
 }
 
+/// A link's place in the component search (`FlowEngine::visit`).
+#[derive(Clone, Copy, Default)]
+struct Visit {
+    mark: u32,
+    slot: u32,
+}
+
 /// Paths longer than this are searched by link through an index (`entry_on`).
 const LONG_PATH: usize = 32;
 
@@ -192,6 +199,10 @@ const CERTIFIED: u32 = u32::MAX - 1;
 pub struct FlowEngine {
     now: Nanos,
     link: Vec<Link>,
+    /// Per link: the epoch of the last component search that visited it, and its local number
+    /// in that solve. Kept apart from `link`, 8 bytes a link: the search and the solve read
+    /// them for every link entry of every cohort they take, where a link's cell is read once.
+    visit: Vec<Visit>,
     /// The variables: the flows on one path (`cohort.rs`). The internals below say "flow" for a
     /// cohort; the flows the user submits are `members`.
     cohorts: Vec<Cohort>,
@@ -222,13 +233,15 @@ pub struct FlowEngine {
     structural: bool,
     /// Drain times (of cohorts, see `schedule_drain`) and completions (of flows), each a
     /// min-heap of [`Due`].
-    drains: BinaryHeap<Reverse<Due>>,
-    arrivals: BinaryHeap<Reverse<Due>>,
+    drains: dary_heap::QuaternaryHeap<Reverse<Due>>,
+    arrivals: dary_heap::QuaternaryHeap<Reverse<Due>>,
     solver: Solver,
     // Component search scratch, reused across solves (no allocation in steady state).
     epoch: u32,
     comp_flows: Vec<u32>,
     comp_links: Vec<u32>,
+    /// Per link of `comp_links`: its load and capacity as the search found them.
+    comp_held: Vec<component::Held>,
     /// Changed links that no flow crosses: out of the problem, their load 0 on a commit.
     idle_links: Vec<u32>,
     /// The links the changes being solved touched (see `keeps_floor`), sorted; built on demand.
@@ -280,6 +293,7 @@ impl FlowEngine {
         }
         FlowEngine {
             now: Nanos(0),
+            visit: vec![Visit::default(); link.len()],
             link,
             cohorts: Vec::new(),
             members: Window::default(),
@@ -293,12 +307,13 @@ impl FlowEngine {
             dirty_links: Vec::new(),
             drain_floor: f64::INFINITY,
             structural: false,
-            drains: BinaryHeap::new(),
-            arrivals: BinaryHeap::new(),
+            drains: dary_heap::QuaternaryHeap::new(),
+            arrivals: dary_heap::QuaternaryHeap::new(),
             solver: Solver::default(),
             epoch: 0,
             comp_flows: Vec::new(),
             comp_links: Vec::new(),
+            comp_held: Vec::new(),
             idle_links: Vec::new(),
             touched: Vec::new(),
             widened: Vec::new(),

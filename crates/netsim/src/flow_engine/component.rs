@@ -15,8 +15,32 @@
 //! split evenly, each at its NIC's share) chained into components of thousands.
 
 use super::in_place::InPlace;
+use super::link::Link;
 use super::{FlowEngine, CERTIFIED, PENDING, TOLERANCE};
 use crate::maxmin::{Dense, Problem};
+
+/// A link of the set being solved: its load and capacity, read from its cell once, when the
+/// search takes it in (neither changes before the commit). The solve, the check and the
+/// commit read them here, in the set's order, where each went back to the scattered cells.
+#[derive(Clone, Copy)]
+pub(super) struct Held {
+    load: f64,
+    capacity: f64,
+}
+
+impl Held {
+    fn of(link: &Link) -> Held {
+        Held {
+            load: link.load(),
+            capacity: link.capacity,
+        }
+    }
+
+    /// As [`Link::saturated`] at [`TOLERANCE`].
+    fn saturated(self) -> bool {
+        self.load >= self.capacity * (1.0 - TOLERANCE)
+    }
+}
 
 /// Links with at most this many flows have their fastest flow found by a scan, not remembered.
 const SCAN_FLOWS: usize = 8;
@@ -74,12 +98,13 @@ impl FlowEngine {
         self.epoch = self.epoch.wrapping_add(1);
         if self.epoch == 0 {
             self.hot.iter_mut().for_each(|h| h.mark = 0);
-            self.link.iter_mut().for_each(|l| l.mark = 0);
+            self.visit.iter_mut().for_each(|v| v.mark = 0);
             self.epoch = 1;
         }
         let epoch = self.epoch;
         self.comp_flows.clear();
         self.comp_links.clear();
+        self.comp_held.clear();
         self.touched.clear();
         let mut dirty_flows = std::mem::take(&mut self.dirty_flows);
         let mut dirty_links = std::mem::take(&mut self.dirty_links);
@@ -90,13 +115,12 @@ impl FlowEngine {
         }
         self.idle_links.clear();
         for &l in &dirty_links {
-            let link = &mut self.link[l as usize];
-            if link.flows.is_empty() {
+            if self.link[l as usize].flows.is_empty() {
                 // Nothing to solve on it (a capacity set before any flow, a link its last
                 // flow left): the problem stays the size of the flows'.
                 self.idle_links.push(l);
-            } else if link.mark != epoch {
-                link.mark = epoch;
+            } else if self.visit[l as usize].mark != epoch {
+                self.visit[l as usize].mark = epoch;
                 self.comp_links.push(l);
             }
         }
@@ -120,7 +144,9 @@ impl FlowEngine {
             while fi < self.comp_flows.len() || li < self.comp_links.len() {
                 while li < self.comp_links.len() {
                     let l = self.comp_links[li] as usize;
-                    let follow = li < seeds || self.structural || self.link[l].saturated(TOLERANCE);
+                    let held = Held::of(&self.link[l]);
+                    self.comp_held.push(held);
+                    let follow = li < seeds || self.structural || held.saturated();
                     li += 1;
                     if !follow {
                         continue;
@@ -145,8 +171,8 @@ impl FlowEngine {
                     let f = self.comp_flows[fi] as usize;
                     fi += 1;
                     for (l, _) in self.incidence.get(self.cohorts[f].links) {
-                        if self.link[l as usize].mark != epoch {
-                            self.link[l as usize].mark = epoch;
+                        if self.visit[l as usize].mark != epoch {
+                            self.visit[l as usize].mark = epoch;
                             self.comp_links.push(l);
                         }
                     }
@@ -192,19 +218,16 @@ impl FlowEngine {
         }
     }
 
-    /// Link `l`'s load as the solution being checked has it.
-    fn load_now(&self, l: u32) -> f64 {
-        let link = &self.link[l as usize];
-        if link.mark == self.epoch {
-            self.dense.fixed[link.slot as usize]
-        } else {
-            link.load()
-        }
-    }
-
-    /// Whether link `l` is saturated as the solution being checked has it.
+    /// Whether link `l` is saturated as the solution being checked has it: a link of the set
+    /// at its new load, read where the solve left it (not from its cell).
     fn saturated_now(&self, l: u32) -> bool {
-        self.load_now(l) >= self.link[l as usize].capacity * (1.0 - TOLERANCE)
+        let visit = self.visit[l as usize];
+        if visit.mark == self.epoch {
+            let k = visit.slot as usize;
+            self.dense.fixed[k] >= self.comp_held[k].capacity * (1.0 - TOLERANCE)
+        } else {
+            self.link[l as usize].saturated(TOLERANCE)
+        }
     }
 
     /// Whether `f`, at `rate`, is at its cap or crosses a saturated link on which no flow is
@@ -286,14 +309,19 @@ impl FlowEngine {
         // bottleneck. Each is checked once, however many of those links it crosses.
         outside.clear();
         for (k, &l) in self.comp_links.iter().enumerate() {
-            let link = &self.link[l as usize];
-            if k >= seeds && !link.saturated(TOLERANCE) {
+            if k >= seeds && !self.comp_held[k].saturated() {
                 continue;
             }
-            outside.extend(link.flows.as_slice(&self.spill).iter().filter(|&&g| {
-                let hot = self.hot[g as usize];
-                hot.mark != epoch || hot.slot == CERTIFIED
-            }));
+            outside.extend(
+                self.link[l as usize]
+                    .flows
+                    .as_slice(&self.spill)
+                    .iter()
+                    .filter(|&&g| {
+                        let hot = self.hot[g as usize];
+                        hot.mark != epoch || hot.slot == CERTIFIED
+                    }),
+            );
         }
         outside.sort_unstable();
         outside.dedup();
@@ -328,10 +356,9 @@ impl FlowEngine {
         let d = &mut self.dense;
         d.fixed.clear();
         for (k, &l) in self.comp_links.iter().enumerate() {
-            let link = &mut self.link[l as usize];
-            link.slot = k as u32;
-            d.fixed.push(link.load());
+            self.visit[l as usize].slot = k as u32;
         }
+        d.fixed.extend(self.comp_held.iter().map(|h| h.load));
         if entries > self.in_place_entries {
             return self.solve_in_place();
         }
@@ -353,7 +380,7 @@ impl FlowEngine {
                 d.weights.resize(d.links.len(), 1.0);
             }
             for (l, w) in self.incidence.get(flow.links) {
-                let k = self.link[l as usize].slot;
+                let k = self.visit[l as usize].slot;
                 if rate.is_finite() {
                     d.fixed[k as usize] -= w * members * rate;
                 }
@@ -398,7 +425,7 @@ impl FlowEngine {
                 let flow = &self.cohorts[f as usize];
                 let members = f64::from(flow.members);
                 for (l, w) in self.incidence.get(flow.links) {
-                    d.fixed[self.link[l as usize].slot as usize] -= w * members * rate;
+                    d.fixed[self.visit[l as usize].slot as usize] -= w * members * rate;
                 }
             }
         }
@@ -408,6 +435,7 @@ impl FlowEngine {
             hot: &self.hot,
             incidence: &self.incidence,
             link: &self.link,
+            visit: &self.visit,
             spill: &self.spill,
             flows: &self.comp_flows,
             links: &self.comp_links,
@@ -424,10 +452,9 @@ impl FlowEngine {
     fn capacity_left(&mut self) {
         let d = &mut self.dense;
         d.capacity.clear();
-        for (k, &l) in self.comp_links.iter().enumerate() {
+        for (k, held) in self.comp_held.iter().enumerate() {
             d.fixed[k] = d.fixed[k].max(0.0);
-            d.capacity
-                .push((self.link[l as usize].capacity - d.fixed[k]).max(0.0));
+            d.capacity.push((held.capacity - d.fixed[k]).max(0.0));
         }
     }
 

@@ -22,10 +22,6 @@ pub(super) struct Link {
     /// Busy time (ns, time with load): the lengths of the busy spells that ended, less the
     /// start of the one under way if the link is busy (see `busy_until`). Wrapping.
     busy: u64,
-    /// Component search: the epoch that last visited the link.
-    pub mark: u32,
-    /// During a solve: the link's local number (see `solve_component`).
-    pub slot: u32,
     pub flows: FlowList,
 }
 
@@ -85,7 +81,7 @@ impl Link {
 }
 
 /// The active flows crossing a link, in the order they came (a departure's place is taken
-/// by the last): up to three inline, in the link's cache line; beyond that, up to sixteen in a
+/// by the last): up to five inline, in the link's cache line; beyond that, up to sixteen in a
 /// cache-line chunk of the [`Spill`], and more in a vector of it. The chunk's or the vector's
 /// index takes the first inline slot. Most links of a fabric carry one or two flows at a time;
 /// a pipelined ring's NVLink ports carry one cohort per channel (16 on H100).
@@ -95,7 +91,7 @@ pub(super) struct FlowList {
     items: [u32; INLINE],
 }
 
-const INLINE: usize = 3;
+const INLINE: usize = 5;
 const CHUNK: usize = 16;
 
 /// Sixteen flow ids, one cache line.
