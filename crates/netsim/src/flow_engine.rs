@@ -176,13 +176,6 @@ impl Due {
     }
 }
 
-/// A link's place in the component search (`FlowEngine::visit`).
-#[derive(Clone, Copy, Default)]
-struct Visit {
-    mark: u32,
-    slot: u32,
-}
-
 /// Paths longer than this are searched by link through an index (`entry_on`).
 const LONG_PATH: usize = 32;
 
@@ -199,10 +192,12 @@ const CERTIFIED: u32 = u32::MAX - 1;
 pub struct FlowEngine {
     now: Nanos,
     link: Vec<Link>,
-    /// Per link: the epoch of the last component search that visited it, and its local number
-    /// in that solve. Kept apart from `link`, 8 bytes a link: the search and the solve read
-    /// them for every link entry of every cohort they take, where a link's cell is read once.
-    visit: Vec<Visit>,
+    /// Per link: the epoch of the last component search that took it, and its local number in
+    /// that solve. Kept apart from `link`, 4 bytes each: the search reads the mark, and the
+    /// solve the number, for every link entry of every cohort they take, where they read a
+    /// link's cell once. Allocated zeroed, so pages no search reaches are never touched.
+    link_mark: Vec<u32>,
+    link_slot: Vec<u32>,
     /// The variables: the flows on one path (`cohort.rs`). The internals below say "flow" for a
     /// cohort; the flows the user submits are `members`.
     cohorts: Vec<Cohort>,
@@ -293,7 +288,8 @@ impl FlowEngine {
         }
         FlowEngine {
             now: Nanos(0),
-            visit: vec![Visit::default(); link.len()],
+            link_mark: vec![0; link.len()],
+            link_slot: vec![0; link.len()],
             link,
             cohorts: Vec::new(),
             members: Window::default(),

@@ -98,7 +98,7 @@ impl FlowEngine {
         self.epoch = self.epoch.wrapping_add(1);
         if self.epoch == 0 {
             self.hot.iter_mut().for_each(|h| h.mark = 0);
-            self.visit.iter_mut().for_each(|v| v.mark = 0);
+            self.link_mark.fill(0);
             self.epoch = 1;
         }
         let epoch = self.epoch;
@@ -119,8 +119,8 @@ impl FlowEngine {
                 // Nothing to solve on it (a capacity set before any flow, a link its last
                 // flow left): the problem stays the size of the flows'.
                 self.idle_links.push(l);
-            } else if self.visit[l as usize].mark != epoch {
-                self.visit[l as usize].mark = epoch;
+            } else if self.link_mark[l as usize] != epoch {
+                self.link_mark[l as usize] = epoch;
                 self.comp_links.push(l);
             }
         }
@@ -171,8 +171,8 @@ impl FlowEngine {
                     let f = self.comp_flows[fi] as usize;
                     fi += 1;
                     for (l, _) in self.incidence.get(self.cohorts[f].links) {
-                        if self.visit[l as usize].mark != epoch {
-                            self.visit[l as usize].mark = epoch;
+                        if self.link_mark[l as usize] != epoch {
+                            self.link_mark[l as usize] = epoch;
                             self.comp_links.push(l);
                         }
                     }
@@ -221,9 +221,8 @@ impl FlowEngine {
     /// Whether link `l` is saturated as the solution being checked has it: a link of the set
     /// at its new load, read where the solve left it (not from its cell).
     fn saturated_now(&self, l: u32) -> bool {
-        let visit = self.visit[l as usize];
-        if visit.mark == self.epoch {
-            let k = visit.slot as usize;
+        if self.link_mark[l as usize] == self.epoch {
+            let k = self.link_slot[l as usize] as usize;
             self.dense.fixed[k] >= self.comp_held[k].capacity * (1.0 - TOLERANCE)
         } else {
             self.link[l as usize].saturated(TOLERANCE)
@@ -356,7 +355,7 @@ impl FlowEngine {
         let d = &mut self.dense;
         d.fixed.clear();
         for (k, &l) in self.comp_links.iter().enumerate() {
-            self.visit[l as usize].slot = k as u32;
+            self.link_slot[l as usize] = k as u32;
         }
         d.fixed.extend(self.comp_held.iter().map(|h| h.load));
         if entries > self.in_place_entries {
@@ -380,7 +379,7 @@ impl FlowEngine {
                 d.weights.resize(d.links.len(), 1.0);
             }
             for (l, w) in self.incidence.get(flow.links) {
-                let k = self.visit[l as usize].slot;
+                let k = self.link_slot[l as usize];
                 if rate.is_finite() {
                     d.fixed[k as usize] -= w * members * rate;
                 }
@@ -425,7 +424,7 @@ impl FlowEngine {
                 let flow = &self.cohorts[f as usize];
                 let members = f64::from(flow.members);
                 for (l, w) in self.incidence.get(flow.links) {
-                    d.fixed[self.visit[l as usize].slot as usize] -= w * members * rate;
+                    d.fixed[self.link_slot[l as usize] as usize] -= w * members * rate;
                 }
             }
         }
@@ -435,7 +434,7 @@ impl FlowEngine {
             hot: &self.hot,
             incidence: &self.incidence,
             link: &self.link,
-            visit: &self.visit,
+            slot: &self.link_slot,
             spill: &self.spill,
             flows: &self.comp_flows,
             links: &self.comp_links,

@@ -9,7 +9,7 @@
 //! instead; each link's flows come out in the copy's order (increasing local number), so the
 //! rates are the copy's to the last bit.
 
-use super::{Cohort, FlowHot, Incidence, Link, Spill, Visit};
+use super::{Cohort, FlowHot, Incidence, Link, Spill};
 use crate::maxmin::Problem;
 
 /// Components with more link entries than this are solved in place (a copy of 1 MiB and an
@@ -23,10 +23,10 @@ pub(super) struct InPlace<'a> {
     pub hot: &'a [FlowHot],
     pub incidence: &'a Incidence,
     pub link: &'a [Link],
-    pub visit: &'a [Visit],
+    /// Per link: its local number in the component.
+    pub slot: &'a [u32],
     pub spill: &'a Spill,
-    /// The component's cohorts and links, by local number (a link's `slot` in `visit` is its
-    /// number).
+    /// The component's cohorts and links, by local number.
     pub flows: &'a [u32],
     pub links: &'a [u32],
     /// Per local link: the capacity left for the component.
@@ -54,9 +54,9 @@ impl Problem for InPlace<'_> {
         self.cohorts[self.flows[f] as usize].cap
     }
 
-    fn each_link(&self, f: usize, mut each: impl FnMut(u32, f64)) {
+    fn each_link(&self, f: usize, mut visit: impl FnMut(u32, f64)) {
         for (l, w) in super::weighted(self.incidence, &self.cohorts[self.flows[f] as usize]) {
-            each(self.visit[l as usize].slot, w);
+            visit(self.slot[l as usize], w);
         }
     }
 
