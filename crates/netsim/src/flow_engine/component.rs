@@ -20,8 +20,9 @@ use super::{FlowEngine, CERTIFIED, PENDING, TOLERANCE};
 use crate::maxmin::{Dense, Problem};
 
 /// A link of the set being solved: its load and capacity, read from its cell once, when the
-/// search takes it in (neither changes before the commit). The solve, the check and the
-/// commit read them here, in the set's order, where each went back to the scattered cells.
+/// search takes it in (neither changes before the commit). The solve, the capacities left
+/// and the check read them here, in the set's order, where each went back to the scattered
+/// cells.
 #[derive(Clone, Copy)]
 pub(super) struct Held {
     load: f64,
