@@ -673,8 +673,6 @@ impl<'t> Orchestrator<'t> {
     fn complete(&mut self, j: u32, r: u32, op: u32, t: u64) {
         let job = &mut self.jobs[j as usize];
         job.done += 1;
-        let rank = &mut job.ranks[r as usize];
-        rank.finish = rank.finish.max(t);
         job.stats.iteration_ns = job.stats.iteration_ns.max(t);
         let (offset, stride) = job.counters[r as usize];
         let prog = job.spec.workload.ranks[r as usize].program as usize;

@@ -97,7 +97,6 @@ pub(super) struct RankState {
     pub(super) compute_ns: u64,
     /// Exposed communication by scope.
     pub(super) exposed_ns: [u64; 6],
-    pub(super) finish: u64,
 }
 
 impl RankState {
