@@ -15,7 +15,7 @@
 //! split evenly, each at its NIC's share) chained into components of thousands.
 
 use super::in_place::InPlace;
-use super::link::Link;
+use super::link::{saturates, Link};
 use super::{FlowEngine, CERTIFIED, PENDING, TOLERANCE};
 use crate::maxmin::{Dense, Problem};
 
@@ -39,7 +39,7 @@ impl Held {
 
     /// As [`Link::saturated`] at [`TOLERANCE`].
     fn saturated(self) -> bool {
-        self.load >= self.capacity * (1.0 - TOLERANCE)
+        saturates(self.load, self.capacity, TOLERANCE)
     }
 }
 
@@ -224,7 +224,7 @@ impl FlowEngine {
     fn saturated_now(&self, l: u32) -> bool {
         if self.link_mark[l as usize] == self.epoch {
             let k = self.link_slot[l as usize] as usize;
-            self.dense.fixed[k] >= self.comp_held[k].capacity * (1.0 - TOLERANCE)
+            saturates(self.dense.fixed[k], self.comp_held[k].capacity, TOLERANCE)
         } else {
             self.link[l as usize].saturated(TOLERANCE)
         }

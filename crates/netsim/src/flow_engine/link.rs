@@ -76,8 +76,14 @@ impl Link {
 
     /// Whether the load is at capacity, up to a relative `slack`.
     pub fn saturated(&self, slack: f64) -> bool {
-        self.load >= self.capacity * (1.0 - slack)
+        saturates(self.load, self.capacity, slack)
     }
+}
+
+/// Whether `load` is at `capacity`, up to a relative `slack`: a link's test, for its cell or
+/// a copy of its load and capacity.
+pub(super) fn saturates(load: f64, capacity: f64, slack: f64) -> bool {
+    load >= capacity * (1.0 - slack)
 }
 
 /// The active flows crossing a link, in the order they came (a departure's place is taken
