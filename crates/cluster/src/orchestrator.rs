@@ -37,6 +37,7 @@ use crate::stats::{CommScope, Detail, JobStats, Lane, Slice};
 pub use crate::symmetry::SymmetryUse;
 
 mod diagnose;
+mod kernels;
 mod launch;
 mod queue;
 mod sampling;
@@ -337,7 +338,13 @@ impl<'t> Orchestrator<'t> {
                 *slot = order * job.ranks.iter().map(|r| r.exposed_ns[i]).sum::<u64>();
             }
             job.stats.exposed_comm_ns = job.stats.exposed_by_scope.iter().sum();
-            job.stats.hardware_flops *= order as f64;
+            // Every kernel of a finished job ran once: its rank's program's flops, summed in
+            // rank order whatever order the kernels finished in.
+            job.stats.hardware_flops = order as f64
+                * (job.spec.workload.ranks.iter().zip(&job.active))
+                    .filter(|(_, &a)| a)
+                    .map(|(b, _)| job.index[b.program as usize].flops)
+                    .sum::<f64>();
             for (gs, group) in job.groups.iter().zip(&job.spec.workload.groups) {
                 for m in &gs.memo {
                     if m.tally.count > 0 {
@@ -575,98 +582,6 @@ impl<'t> Orchestrator<'t> {
                 self.instances.len() as u32 - 1
             }
         }
-    }
-
-    /// Rank `r`'s kernel `op` is ready: it runs now if its stream is free, else queues. A
-    /// free stream has nothing queued, so most kernels never touch the queue.
-    fn issue_kernel(&mut self, j: u32, r: u32, op: u32, t: u64, memory: bool) {
-        let rank = &mut self.jobs[j as usize].ranks[r as usize];
-        let stream = if memory {
-            &mut rank.memory
-        } else {
-            &mut rank.compute
-        };
-        if stream.busy {
-            stream.queue.push_back(op);
-        } else {
-            debug_assert!(stream.queue.is_empty(), "a free stream has nothing queued");
-            self.run_kernel(j, r, op, t, memory);
-        }
-    }
-
-    /// Runs the next kernel queued on rank `r`'s stream, if any (the stream is free).
-    fn start_kernel(&mut self, j: u32, r: u32, t: u64, memory: bool) {
-        let rank = &mut self.jobs[j as usize].ranks[r as usize];
-        let stream = if memory {
-            &mut rank.memory
-        } else {
-            &mut rank.compute
-        };
-        if let Some(op) = stream.queue.pop_front() {
-            self.run_kernel(j, r, op, t, memory);
-        }
-    }
-
-    /// Starts kernel `op` on rank `r`'s free stream at `t`.
-    fn run_kernel(&mut self, j: u32, r: u32, op: u32, t: u64, memory: bool) {
-        let job = &mut self.jobs[j as usize];
-        let rank = &mut job.ranks[r as usize];
-        rank.account(t);
-        let stream = if memory {
-            &mut rank.memory
-        } else {
-            &mut rank.compute
-        };
-        stream.busy = true;
-        stream.op = op;
-        stream.since = t;
-        let program = job.spec.workload.ranks[r as usize].program as usize;
-        let dt = job.index[program].kernel_ns[op as usize];
-        let kind = if memory { MEMORY_DONE } else { COMPUTE_DONE };
-        self.queue.push(Event::new(t + dt, kind, j, r));
-    }
-
-    fn kernel_done(&mut self, j: u32, r: u32, t: u64, memory: bool) {
-        let job = &mut self.jobs[j as usize];
-        let rank = &mut job.ranks[r as usize];
-        rank.account(t);
-        let stream = if memory {
-            &mut rank.memory
-        } else {
-            &mut rank.compute
-        };
-        stream.busy = false;
-        let (op, since) = (stream.op, stream.since);
-        let lane = if memory { Lane::Memory } else { Lane::Compute };
-        let the_op = job.spec.workload.program_of(r).ops[op as usize];
-        if let OpKind::Compute(c) = the_op.kind {
-            if !memory {
-                job.stats.hardware_flops += c.flops;
-            }
-        }
-        if r < job.stats.trace_ranks {
-            let detail = match the_op.kind {
-                OpKind::Compute(c) => Detail {
-                    flops: c.flops,
-                    ..Detail::default()
-                },
-                OpKind::Memory { bytes, .. } => Detail {
-                    bytes,
-                    ..Detail::default()
-                },
-                _ => Detail::default(),
-            };
-            job.stats.slice(Slice {
-                rank: r,
-                lane,
-                label: the_op.label,
-                start: since,
-                end: t,
-                detail,
-            });
-        }
-        self.complete(j, r, op, t);
-        self.start_kernel(j, r, t, memory);
     }
 
     /// `op` of rank `r` is done at `t`: release its dependents.

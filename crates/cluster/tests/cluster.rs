@@ -465,3 +465,49 @@ fn pipeline_sends_take_the_hosts_path_selection() {
         4
     );
 }
+
+/// Kernel chains run as one event ([`fabricsim_cluster`]'s fused chains) unless a rank is
+/// traced; tracing every rank runs each kernel alone, and the two runs agree in every figure.
+#[test]
+fn fused_kernel_chains_agree_with_each_kernel_alone() {
+    let topo = zone();
+    let t = small_llm();
+    let run = |trace_ranks: u32| {
+        let mut used = vec![false; topo.node_count()];
+        let spec = job(
+            &topo,
+            "llm",
+            generate(&t).unwrap(),
+            Placement::Packed,
+            &mut used,
+        );
+        let net = Network::new(
+            &topo,
+            Router::new(&topo, Policy::Ecmp, HashConfig::default()),
+            FlowEngine::new(&topo),
+        );
+        let options = RunOptions {
+            trace_ranks,
+            ..RunOptions::default()
+        };
+        let out = Orchestrator::new(net, vec![spec], options)
+            .run(|_, _, _| {})
+            .unwrap();
+        let s = &out.jobs[0];
+        let report = serde_json::to_string(&JobReport::new(s)).unwrap();
+        (report, s.compute_ns, out.events, out.flows, out.end)
+    };
+    let w = generate(&t).unwrap();
+    let (fused, alone) = (run(0), run(w.rank_count() as u32));
+    assert_eq!(fused, alone);
+    // The compute streams were busy for every kernel's own time, chained or not.
+    let compute = ComputeModel::new(GpuSpec::named("H100").unwrap());
+    let kernels_ns: u64 = (0..w.rank_count() as u32)
+        .flat_map(|r| &w.program_of(r).ops)
+        .filter_map(|o| match o.kind {
+            OpKind::Compute(c) => Some(compute.time(&c).0),
+            _ => None,
+        })
+        .sum();
+    assert_eq!(fused.1, kernels_ns);
+}

@@ -15,6 +15,7 @@ use fabricsim_netsim::FlowId;
 use fabricsim_routing::select::Ticket;
 use fabricsim_workload::{ComputeModel, OpKind, Program};
 
+use super::kernels::{chains, UNCHAINED};
 use crate::job::{CommConfig, JobSpec};
 use crate::p2p::P2p;
 use crate::stats::{CommScope, Detail, JobStats, Lane, Slice, Tally};
@@ -26,8 +27,14 @@ pub(super) struct ProgramIndex {
     pub(super) dependents: Vec<u32>,
     /// Per op: its index among the collectives of its group slot, in issue order.
     pub(super) coll_seq: Vec<u32>,
-    /// Per op: how long its kernel runs (ns) under the job's compute model; 0 for others.
-    pub(super) kernel_ns: Vec<u64>,
+    /// Per kernel: the kernel that runs next in its fused chain ([`super::kernels`]), or
+    /// [`UNCHAINED`].
+    pub(super) next: Vec<u32>,
+    /// Per op: how long its kernel runs (ns) under the job's compute model, with those after
+    /// it in its chain; 0 for others.
+    pub(super) run_ns: Vec<u64>,
+    /// The floating-point operations of all its compute kernels, summed in op order.
+    pub(super) flops: f64,
 }
 
 impl ProgramIndex {
@@ -54,7 +61,8 @@ impl ProgramIndex {
                 *s += 1;
             }
         }
-        let kernel_ns = p
+        let next = chains(p, &offsets, &dependents);
+        let mut run_ns: Vec<u64> = p
             .ops
             .iter()
             .map(|op| match op.kind {
@@ -63,12 +71,39 @@ impl ProgramIndex {
                 _ => 0,
             })
             .collect();
+        // A chain's next kernel comes later in the program: sum from the end.
+        for i in (0..n).rev() {
+            if next[i] != UNCHAINED {
+                run_ns[i] = run_ns[i].saturating_add(run_ns[next[i] as usize]);
+            }
+        }
+        let flops = p
+            .ops
+            .iter()
+            .map(|op| match op.kind {
+                OpKind::Compute(c) => c.flops,
+                _ => 0.0,
+            })
+            .sum();
         ProgramIndex {
             offsets,
             dependents,
             coll_seq,
-            kernel_ns,
+            next,
+            run_ns,
+            flops,
         }
+    }
+
+    /// How long kernel `op` runs alone.
+    pub(super) fn kernel_ns(&self, op: u32) -> u64 {
+        let after = self.next[op as usize];
+        let rest = if after == UNCHAINED {
+            0
+        } else {
+            self.run_ns[after as usize]
+        };
+        self.run_ns[op as usize] - rest
     }
 
     pub(super) fn dependents(&self, op: u32) -> &[u32] {
