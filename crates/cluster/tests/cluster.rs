@@ -3,7 +3,9 @@
 use std::path::Path;
 
 use fabricsim_cluster::placement::{place, Placement};
-use fabricsim_cluster::{CommConfig, JobReport, JobSpec, Orchestrator, RunError, RunOptions};
+use fabricsim_cluster::{
+    CommConfig, JobReport, JobSpec, Orchestrator, RunError, RunOptions, RunOutput,
+};
 use fabricsim_collectives::bench::{run_size, Bench, Routing};
 use fabricsim_collectives::{
     Collective, Fidelity, Generation, Protocol, QpMode, Ranks, Transport, DEFAULT_CHUNK,
@@ -23,13 +25,21 @@ fn zone() -> Topology {
 }
 
 fn run_jobs(topo: &Topology, jobs: Vec<JobSpec>) -> Result<Vec<JobReport>, RunError> {
+    let out = run_with(topo, jobs, RunOptions::default())?;
+    Ok(out.jobs.iter().map(JobReport::new).collect())
+}
+
+fn run_with(
+    topo: &Topology,
+    jobs: Vec<JobSpec>,
+    options: RunOptions,
+) -> Result<RunOutput, RunError> {
     let net = Network::new(
         topo,
         Router::new(topo, Policy::Ecmp, HashConfig::default()),
         FlowEngine::new(topo),
     );
-    let out = Orchestrator::new(net, jobs, RunOptions::default()).run(|_, _, _| {})?;
-    Ok(out.jobs.iter().map(JobReport::new).collect())
+    Orchestrator::new(net, jobs, options).run(|_, _, _| {})
 }
 
 fn job(
@@ -474,25 +484,13 @@ fn fused_kernel_chains_agree_with_each_kernel_alone() {
     let t = small_llm();
     let run = |trace_ranks: u32| {
         let mut used = vec![false; topo.node_count()];
-        let spec = job(
-            &topo,
-            "llm",
-            generate(&t).unwrap(),
-            Placement::Packed,
-            &mut used,
-        );
-        let net = Network::new(
-            &topo,
-            Router::new(&topo, Policy::Ecmp, HashConfig::default()),
-            FlowEngine::new(&topo),
-        );
+        let w = generate(&t).unwrap();
+        let spec = job(&topo, "llm", w, Placement::Packed, &mut used);
         let options = RunOptions {
             trace_ranks,
             ..RunOptions::default()
         };
-        let out = Orchestrator::new(net, vec![spec], options)
-            .run(|_, _, _| {})
-            .unwrap();
+        let out = run_with(&topo, vec![spec], options).unwrap();
         let s = &out.jobs[0];
         let report = serde_json::to_string(&JobReport::new(s)).unwrap();
         (report, s.compute_ns, out.events, out.flows, out.end)

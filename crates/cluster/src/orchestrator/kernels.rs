@@ -53,12 +53,7 @@ impl Orchestrator<'_> {
     /// Rank `r`'s kernel `op` is ready: it runs now if its stream is free, else queues. A
     /// free stream has nothing queued, so most kernels never touch the queue.
     pub(super) fn issue_kernel(&mut self, j: u32, r: u32, op: u32, t: u64, memory: bool) {
-        let rank = &mut self.jobs[j as usize].ranks[r as usize];
-        let stream = if memory {
-            &mut rank.memory
-        } else {
-            &mut rank.compute
-        };
+        let stream = self.jobs[j as usize].ranks[r as usize].stream(memory);
         if stream.busy {
             stream.queue.push_back(op);
         } else {
@@ -69,12 +64,7 @@ impl Orchestrator<'_> {
 
     /// Runs the next kernel queued on rank `r`'s stream, if any (the stream is free).
     fn start_kernel(&mut self, j: u32, r: u32, t: u64, memory: bool) {
-        let rank = &mut self.jobs[j as usize].ranks[r as usize];
-        let stream = if memory {
-            &mut rank.memory
-        } else {
-            &mut rank.compute
-        };
+        let stream = self.jobs[j as usize].ranks[r as usize].stream(memory);
         if let Some(op) = stream.queue.pop_front() {
             self.run_kernel(j, r, op, t, memory);
         }
@@ -86,11 +76,7 @@ impl Orchestrator<'_> {
         let job = &mut self.jobs[j as usize];
         let rank = &mut job.ranks[r as usize];
         rank.account(t);
-        let stream = if memory {
-            &mut rank.memory
-        } else {
-            &mut rank.compute
-        };
+        let stream = rank.stream(memory);
         stream.busy = true;
         stream.op = op;
         stream.since = t;
@@ -109,11 +95,7 @@ impl Orchestrator<'_> {
         let job = &mut self.jobs[j as usize];
         let rank = &mut job.ranks[r as usize];
         rank.account(t);
-        let stream = if memory {
-            &mut rank.memory
-        } else {
-            &mut rank.compute
-        };
+        let stream = rank.stream(memory);
         stream.busy = false;
         let (mut op, since) = (stream.op, stream.since);
         if r < job.stats.trace_ranks {
@@ -194,14 +176,13 @@ mod tests {
 
     #[test]
     fn a_serial_stream_chains_where_a_kernel_hands_over_alone() {
-        let coll = OpKind::Nop;
-        // 0 → 1 → 2 chain; 2 is also waited on by the op 3, so 2 ends its chain; 4 waits on
-        // 2 and on 3, so it starts a chain of its own with 5.
+        // 0 → 1 → 2 chain; 2 is also waited on by op 3 (not a kernel), so 2 ends its chain;
+        // 4 waits on 2 and on 3, so it starts a chain of its own with 5.
         let p = program(&[
             (kernel(), &[]),
             (kernel(), &[0]),
             (kernel(), &[1]),
-            (coll, &[2]),
+            (OpKind::Nop, &[2]),
             (kernel(), &[2, 3]),
             (kernel(), &[4]),
         ]);

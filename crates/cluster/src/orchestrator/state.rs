@@ -135,6 +135,14 @@ pub(super) struct RankState {
 }
 
 impl RankState {
+    pub(super) fn stream(&mut self, memory: bool) -> &mut Stream {
+        if memory {
+            &mut self.memory
+        } else {
+            &mut self.compute
+        }
+    }
+
     /// Adds the time since the last change to the bucket of the state the rank was in.
     pub(super) fn account(&mut self, now: u64) {
         let dt = now.saturating_sub(self.last);
