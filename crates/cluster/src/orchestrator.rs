@@ -590,9 +590,10 @@ impl<'t> Orchestrator<'t> {
         job.done += 1;
         job.stats.iteration_ns = job.stats.iteration_ns.max(t);
         let (offset, stride) = job.counters[r as usize];
-        let prog = job.spec.workload.ranks[r as usize].program as usize;
-        for &d in job.index[prog].dependents(op) {
-            if job.remaining.release(offset + d as usize * stride) {
+        let index = &job.index[job.spec.workload.ranks[r as usize].program as usize];
+        for &d in index.dependents(op) {
+            let c = index.counted[d as usize];
+            if c == UNCOUNTED || job.remaining.release(offset + c as usize * stride) {
                 self.ready.push((j, r, d));
             }
         }

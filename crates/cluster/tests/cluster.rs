@@ -337,6 +337,38 @@ fn converted_pytorch_trace_replays() {
     assert_eq!(s.iteration_ns, kernels_ns);
 }
 
+/// One rank: an op, then two ops that wait on each other (one of them also on the first).
+/// The run stalls after the first op and names the first op of the cycle.
+#[test]
+fn dependency_cycle_stalls_with_diagnosis() {
+    let topo = zone();
+    let mut p = Program::new();
+    p.push(op(OpKind::Nop), &[]);
+    let mut cyclic = op(OpKind::Nop);
+    cyclic.id = 11;
+    p.push(cyclic, &[0, 2]);
+    p.push(op(OpKind::Nop), &[1]);
+    let w = Workload {
+        name: "cyclic".into(),
+        labels: vec!["step".into()],
+        programs: vec![p],
+        ranks: vec![Binding {
+            program: 0,
+            groups: vec![],
+            peers: vec![],
+        }],
+        ..Workload::default()
+    };
+    let mut used = vec![false; topo.node_count()];
+    let spec = job(&topo, "cyclic", w, Placement::Packed, &mut used);
+    let e = run_jobs(&topo, vec![spec]).unwrap_err().to_string();
+    assert!(
+        e.contains("with 1 of 3 ops done")
+            && e.contains("rank 0: op 11 (`step`) waits on ops that never finish"),
+        "{e}"
+    );
+}
+
 /// Sends and receives match by (source, destination, tag), whichever peer slot names the rank:
 /// with two pipeline stages a rank's previous and next stage are the same rank.
 /// An op of `kind`, unlabelled.

@@ -92,21 +92,29 @@ impl Orchestrator<'_> {
             ));
         }
         if out.is_empty() {
-            // Nothing waits on a peer or a path: the ops left wait on each other (a cycle).
-            'ranks: for (r, b) in w.ranks.iter().enumerate() {
+            // Nothing waits on a peer or a path: the ops left wait on each other (a cycle),
+            // the ops no topological order of the program reaches.
+            let mut unreached: Vec<Option<Option<u32>>> = vec![None; w.programs.len()];
+            for (r, b) in w.ranks.iter().enumerate() {
                 if !job.active[r] {
                     continue; // stands in its representative's orbit
                 }
                 let p = &w.programs[b.program as usize];
-                for (i, op) in p.ops.iter().enumerate() {
-                    if job.remaining.waiting(job.counter(r as u32, i as u32)) {
-                        out.push(format!(
-                            "rank {r}: op {} (`{}`) waits on ops that never finish (a dependency cycle?)",
-                            op.id,
-                            w.label(op)
-                        ));
-                        break 'ranks;
+                let first = *unreached[b.program as usize].get_or_insert_with(|| {
+                    let mut reached = vec![false; p.len()];
+                    for i in p.topological_order() {
+                        reached[i as usize] = true;
                     }
+                    reached.iter().position(|&x| !x).map(|i| i as u32)
+                });
+                if let Some(i) = first {
+                    let op = &p.ops[i as usize];
+                    out.push(format!(
+                        "rank {r}: op {} (`{}`) waits on ops that never finish (a dependency cycle?)",
+                        op.id,
+                        w.label(op)
+                    ));
+                    break;
                 }
             }
         }
