@@ -42,6 +42,13 @@ fn run_with(
     Orchestrator::new(net, jobs, options).run(|_, _, _| {})
 }
 
+/// The error of a run of `w` alone, placed packed, which must fail.
+fn stall(topo: &Topology, name: &str, w: Workload) -> String {
+    let mut used = vec![false; topo.node_count()];
+    let spec = job(topo, name, w, Placement::Packed, &mut used);
+    run_jobs(topo, vec![spec]).unwrap_err().to_string()
+}
+
 fn job(
     topo: &Topology,
     name: &str,
@@ -244,9 +251,7 @@ fn missing_member_stalls_with_diagnosis() {
         }],
         ..Workload::default()
     };
-    let mut used = vec![false; topo.node_count()];
-    let spec = job(&topo, "broken", w, Placement::Packed, &mut used);
-    let e = run_jobs(&topo, vec![spec]).unwrap_err().to_string();
+    let e = stall(&topo, "broken", w);
     assert!(
         e.contains("stalled") && e.contains("waits for ranks 1"),
         "{e}"
@@ -287,9 +292,7 @@ fn receive_without_send_stalls_with_diagnosis() {
         ],
         ..Workload::default()
     };
-    let mut used = vec![false; topo.node_count()];
-    let spec = job(&topo, "lonely", w, Placement::Packed, &mut used);
-    let e = run_jobs(&topo, vec![spec]).unwrap_err().to_string();
+    let e = stall(&topo, "lonely", w);
     assert!(e.contains("receive (1 -> 0, tag 5) has no send"), "{e}");
 }
 
@@ -359,9 +362,7 @@ fn dependency_cycle_stalls_with_diagnosis() {
         }],
         ..Workload::default()
     };
-    let mut used = vec![false; topo.node_count()];
-    let spec = job(&topo, "cyclic", w, Placement::Packed, &mut used);
-    let e = run_jobs(&topo, vec![spec]).unwrap_err().to_string();
+    let e = stall(&topo, "cyclic", w);
     assert!(
         e.contains("with 1 of 3 ops done")
             && e.contains("rank 0: op 11 (`step`) waits on ops that never finish"),
