@@ -193,11 +193,12 @@ pub struct FlowEngine {
     now: Nanos,
     link: Vec<Link>,
     /// Per link: the epoch of the last component search that took it, and its local number in
-    /// that solve. Kept apart from `link`, 4 bytes each: the search reads the mark, and the
-    /// solve the number, for every link entry of every cohort they take, where they read a
-    /// link's cell once. Allocated zeroed, so pages no search reaches are never touched.
-    link_mark: Vec<u32>,
-    link_slot: Vec<u32>,
+    /// that solve (its place in the set's links, given as the search takes it in). Kept apart
+    /// from `link`, 8 bytes each: the search reads the mark, and the solve and the check the
+    /// number, for every link entry of every cohort they take, where they read a link's cell
+    /// once; side by side, the number is in the line the mark brought. Allocated zeroed, so
+    /// pages no search reaches are never touched.
+    link_mark: Vec<(u32, u32)>,
     /// The variables: the flows on one path (`cohort.rs`). The internals below say "flow" for a
     /// cohort; the flows the user submits are `members`.
     cohorts: Vec<Cohort>,
@@ -288,8 +289,7 @@ impl FlowEngine {
         }
         FlowEngine {
             now: Nanos(0),
-            link_mark: vec![0; link.len()],
-            link_slot: vec![0; link.len()],
+            link_mark: vec![(0, 0); link.len()],
             link,
             cohorts: Vec::new(),
             members: Window::default(),

@@ -99,7 +99,7 @@ impl FlowEngine {
         self.epoch = self.epoch.wrapping_add(1);
         if self.epoch == 0 {
             self.hot.iter_mut().for_each(|h| h.mark = 0);
-            self.link_mark.fill(0);
+            self.link_mark.fill((0, 0));
             self.epoch = 1;
         }
         let epoch = self.epoch;
@@ -120,8 +120,8 @@ impl FlowEngine {
                 // Nothing to solve on it (a capacity set before any flow, a link its last
                 // flow left): the problem stays the size of the flows'.
                 self.idle_links.push(l);
-            } else if self.link_mark[l as usize] != epoch {
-                self.link_mark[l as usize] = epoch;
+            } else if self.link_mark[l as usize].0 != epoch {
+                self.link_mark[l as usize] = (epoch, self.comp_links.len() as u32);
                 self.comp_links.push(l);
             }
         }
@@ -172,8 +172,10 @@ impl FlowEngine {
                     let f = self.comp_flows[fi] as usize;
                     fi += 1;
                     for (l, _) in self.incidence.get(self.cohorts[f].links) {
-                        if self.link_mark[l as usize] != epoch {
-                            self.link_mark[l as usize] = epoch;
+                        let mark = &mut self.link_mark[l as usize];
+                        if mark.0 != epoch {
+                            // Taken in, numbered by its place in the set's links.
+                            *mark = (epoch, self.comp_links.len() as u32);
                             self.comp_links.push(l);
                         }
                     }
@@ -222,8 +224,9 @@ impl FlowEngine {
     /// Whether link `l` is saturated as the solution being checked has it: a link of the set
     /// at its new load, read where the solve left it (not from its cell).
     fn saturated_now(&self, l: u32) -> bool {
-        if self.link_mark[l as usize] == self.epoch {
-            let k = self.link_slot[l as usize] as usize;
+        let (mark, k) = self.link_mark[l as usize];
+        if mark == self.epoch {
+            let k = k as usize;
             saturates(self.dense.fixed[k], self.comp_held[k].capacity, TOLERANCE)
         } else {
             self.link[l as usize].saturated(TOLERANCE)
@@ -355,9 +358,6 @@ impl FlowEngine {
         // The links in local numbers, each with its load now.
         let d = &mut self.dense;
         d.fixed.clear();
-        for (k, &l) in self.comp_links.iter().enumerate() {
-            self.link_slot[l as usize] = k as u32;
-        }
         d.fixed.extend(self.comp_held.iter().map(|h| h.load));
         if entries > self.in_place_entries {
             return self.solve_in_place();
@@ -380,7 +380,7 @@ impl FlowEngine {
                 d.weights.resize(d.links.len(), 1.0);
             }
             for (l, w) in self.incidence.get(flow.links) {
-                let k = self.link_slot[l as usize];
+                let k = self.link_mark[l as usize].1;
                 if rate.is_finite() {
                     d.fixed[k as usize] -= w * members * rate;
                 }
@@ -425,7 +425,7 @@ impl FlowEngine {
                 let flow = &self.cohorts[f as usize];
                 let members = f64::from(flow.members);
                 for (l, w) in self.incidence.get(flow.links) {
-                    d.fixed[self.link_slot[l as usize] as usize] -= w * members * rate;
+                    d.fixed[self.link_mark[l as usize].1 as usize] -= w * members * rate;
                 }
             }
         }
@@ -435,7 +435,7 @@ impl FlowEngine {
             hot: &self.hot,
             incidence: &self.incidence,
             link: &self.link,
-            slot: &self.link_slot,
+            slot: &self.link_mark,
             spill: &self.spill,
             flows: &self.comp_flows,
             links: &self.comp_links,

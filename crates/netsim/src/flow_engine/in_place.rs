@@ -23,8 +23,8 @@ pub(super) struct InPlace<'a> {
     pub hot: &'a [FlowHot],
     pub incidence: &'a Incidence,
     pub link: &'a [Link],
-    /// Per link: its local number in the component.
-    pub slot: &'a [u32],
+    /// Per link: (the mark of the search that took it, its local number in the component).
+    pub slot: &'a [(u32, u32)],
     pub spill: &'a Spill,
     /// The component's cohorts and links, by local number.
     pub flows: &'a [u32],
@@ -56,7 +56,7 @@ impl Problem for InPlace<'_> {
 
     fn each_link(&self, f: usize, mut visit: impl FnMut(u32, f64)) {
         for (l, w) in super::weighted(self.incidence, &self.cohorts[self.flows[f] as usize]) {
-            visit(self.slot[l as usize], w);
+            visit(self.slot[l as usize].1, w);
         }
     }
 
