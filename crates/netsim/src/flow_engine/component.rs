@@ -43,6 +43,16 @@ impl Held {
     }
 }
 
+/// Takes link `l` into the set being solved (`links`) unless this search (`epoch`) already
+/// has, numbered by its place there: the number the solve and the check read.
+fn take_link(marks: &mut [(u32, u32)], links: &mut Vec<u32>, l: u32, epoch: u32) {
+    let mark = &mut marks[l as usize];
+    if mark.0 != epoch {
+        *mark = (epoch, links.len() as u32);
+        links.push(l);
+    }
+}
+
 /// Links with at most this many flows have their fastest flow found by a scan, not remembered.
 const SCAN_FLOWS: usize = 8;
 
@@ -120,9 +130,8 @@ impl FlowEngine {
                 // Nothing to solve on it (a capacity set before any flow, a link its last
                 // flow left): the problem stays the size of the flows'.
                 self.idle_links.push(l);
-            } else if self.link_mark[l as usize].0 != epoch {
-                self.link_mark[l as usize] = (epoch, self.comp_links.len() as u32);
-                self.comp_links.push(l);
+            } else {
+                take_link(&mut self.link_mark, &mut self.comp_links, l, epoch);
             }
         }
         // Flows slower than the floor keep their rates (module docs of the engine). A
@@ -172,12 +181,7 @@ impl FlowEngine {
                     let f = self.comp_flows[fi] as usize;
                     fi += 1;
                     for (l, _) in self.incidence.get(self.cohorts[f].links) {
-                        let mark = &mut self.link_mark[l as usize];
-                        if mark.0 != epoch {
-                            // Taken in, numbered by its place in the set's links.
-                            *mark = (epoch, self.comp_links.len() as u32);
-                            self.comp_links.push(l);
-                        }
+                        take_link(&mut self.link_mark, &mut self.comp_links, l, epoch);
                     }
                 }
             }
