@@ -52,7 +52,6 @@ mod twins;
 
 use cohort::{Cohort, Member, NO_COHORT, PATH_SLOTS};
 use link::{Link, Spill};
-use membership::LinkIndex;
 use twins::Twins;
 
 /// Where a flow's links lie in the [`Incidence`] arena.
@@ -176,9 +175,6 @@ impl Due {
     }
 }
 
-/// Paths longer than this are searched by link through an index (`entry_on`).
-const LONG_PATH: usize = 32;
-
 /// No drain: a cohort at rate 0, or not solved yet.
 const NEVER: u64 = u64::MAX;
 
@@ -209,9 +205,6 @@ pub struct FlowEngine {
     /// Each with the key's low 32 bits, so that a lookup reads a cohort only when the keys
     /// agree (most lookups of a run of distinct paths find another path's cohort).
     paths: Vec<(u32, u32)>,
-    /// The links of cohorts with more than `LONG_PATH` of them not in link order, indexed by
-    /// link (see `entry_on`); those in order (merged bundles) have none.
-    long_paths: HashMap<u32, LinkIndex, rustc_hash::FxBuildHasher>,
     incidence: Incidence,
     /// Per cohort: its rate per flow (bytes/s) and the epoch of the last component search that
     /// took it. Kept apart from `cohorts`, together, because the search reads both for every
@@ -294,7 +287,6 @@ impl FlowEngine {
             cohorts: Vec::new(),
             members: Window::default(),
             paths: vec![(0, 0); PATH_SLOTS],
-            long_paths: HashMap::default(),
             incidence: Incidence::default(),
             hot: Vec::new(),
             spill: Spill::default(),
@@ -370,14 +362,6 @@ impl FlowEngine {
                 0.0
             }
         }));
-    }
-
-    /// Indexes the links of cohort `b`, on `links`, if it has more than `LONG_PATH` not in
-    /// link order (see `entry_on`).
-    fn index_long_path(&mut self, b: u32, links: &[(LinkId, f64)]) {
-        if links.len() > LONG_PATH && !links.windows(2).all(|w| w[0].0 < w[1].0) {
-            self.long_paths.insert(b, LinkIndex::new(links));
-        }
     }
 
     /// Flows submitted so far.

@@ -271,7 +271,6 @@ impl FlowEngine {
         let path = folded.as_deref().unwrap_or(links);
         let b = self.cohorts.len() as u32;
         let span = self.incidence.push(path);
-        self.index_long_path(b, path);
         let mut cohort = Cohort::new(span, folded.is_some(), cap, latency, self.now);
         if folded.is_some() && self.twins.worth_keeping(links.len()) {
             cohort.given = self.given.len() as u32;

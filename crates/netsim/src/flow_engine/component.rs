@@ -84,9 +84,8 @@ impl FlowEngine {
                     && self.touched.binary_search(&l).is_err()
                     && link
                         .flows
-                        .as_slice(&self.spill)
-                        .iter()
-                        .all(|&g| self.hot[g as usize].rate <= ceiling)
+                        .cohorts(&self.spill)
+                        .all(|g| self.hot[g as usize].rate <= ceiling)
             })
     }
 
@@ -162,7 +161,7 @@ impl FlowEngine {
                         continue;
                     }
                     for i in 0..self.link[l].flows.len() {
-                        let f = self.link[l].flows.as_slice(&self.spill)[i];
+                        let f = self.link[l].flows.as_slice(&self.spill)[i].cohort;
                         let hot = self.hot[f as usize];
                         if hot.mark == epoch || hot.rate < floor {
                             continue;
@@ -265,7 +264,7 @@ impl FlowEngine {
             if !self.saturated_now(l) {
                 continue;
             }
-            for &g in self.link[l as usize].flows.as_slice(&self.spill) {
+            for g in self.link[l as usize].flows.cohorts(&self.spill) {
                 if self.rate_now(g) > rate * (1.0 + TOLERANCE) {
                     out.push(g);
                 }
@@ -277,9 +276,12 @@ impl FlowEngine {
     /// check where the link carries many flows: a check reads the links of every flow on the
     /// set's saturated links, and a spread flow crosses hundreds, each shared by hundreds.
     fn fastest_on(&mut self, l: u32) -> f64 {
-        let on = self.link[l as usize].flows.as_slice(&self.spill);
+        let on = &self.link[l as usize].flows;
         if on.len() <= SCAN_FLOWS {
-            return on.iter().map(|&g| self.rate_now(g)).fold(0.0, f64::max);
+            return on
+                .cohorts(&self.spill)
+                .map(|g| self.rate_now(g))
+                .fold(0.0, f64::max);
         }
         if self.fastest.len() != self.link.len() {
             self.fastest = vec![(0, 0.0); self.link.len()];
@@ -288,7 +290,10 @@ impl FlowEngine {
         if stamp == self.check {
             return fastest;
         }
-        let fastest = on.iter().map(|&g| self.rate_now(g)).fold(0.0, f64::max);
+        let fastest = on
+            .cohorts(&self.spill)
+            .map(|g| self.rate_now(g))
+            .fold(0.0, f64::max);
         self.fastest[l as usize] = (self.check, fastest);
         fastest
     }
@@ -322,9 +327,8 @@ impl FlowEngine {
             outside.extend(
                 self.link[l as usize]
                     .flows
-                    .as_slice(&self.spill)
-                    .iter()
-                    .filter(|&&g| {
+                    .cohorts(&self.spill)
+                    .filter(|&g| {
                         let hot = self.hot[g as usize];
                         hot.mark != epoch || hot.slot == CERTIFIED
                     }),

@@ -67,7 +67,7 @@ impl Problem for InPlace<'_> {
     /// solve runs, checked against the list since a cohort left out may hold a stale one.
     fn flows_on(&self, k: usize, out: &mut Vec<u32>) {
         out.clear();
-        for &g in self.link[self.links[k] as usize].flows.as_slice(self.spill) {
+        for g in self.link[self.links[k] as usize].flows.cohorts(self.spill) {
             let slot = self.hot[g as usize].slot;
             if self.flows.get(slot as usize) == Some(&g) {
                 out.push(slot);

@@ -86,24 +86,34 @@ pub(super) fn saturates(load: f64, capacity: f64, slack: f64) -> bool {
     load >= capacity * (1.0 - slack)
 }
 
+/// A cohort on a link's list, with its entry in the incidence arena for this link (the
+/// link's place in the cohort's path, where the cohort's position in this list is kept): a
+/// departure that moves the list's last cohort into the gap it leaves writes that cohort's
+/// new position at once, without reading the cohort or searching its path.
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub(super) struct OnLink {
+    pub cohort: u32,
+    pub entry: u32,
+}
+
 /// The active flows crossing a link, in the order they came (a departure's place is taken
-/// by the last): up to five inline, in the link's cache line; beyond that, up to sixteen in a
-/// cache-line chunk of the [`Spill`], and more in a vector of it. The chunk's or the vector's
+/// by the last): up to two inline, in the link's cache line; beyond that, up to sixteen in a
+/// two-line chunk of the [`Spill`], and more in a vector of it. The chunk's or the vector's
 /// index takes the first inline slot. Most links of a fabric carry one or two flows at a time;
 /// a pipelined ring's NVLink ports carry one cohort per channel (16 on H100).
 #[derive(Clone, Copy, Default)]
 pub(super) struct FlowList {
     len: u32,
-    items: [u32; INLINE],
+    items: [OnLink; INLINE],
 }
 
-const INLINE: usize = 5;
+const INLINE: usize = 2;
 const CHUNK: usize = 16;
 
-/// Sixteen flow ids, one cache line.
+/// Sixteen cohorts on a link, two cache lines.
 #[derive(Clone, Copy)]
 #[repr(align(64))]
-struct Chunk([u32; CHUNK]);
+struct Chunk([OnLink; CHUNK]);
 
 /// The flow lists that outgrew their link's cache line: those of up to [`CHUNK`] flows in one
 /// array of chunks (one read each, no allocation per list), longer ones in vectors; the chunks
@@ -112,15 +122,15 @@ struct Chunk([u32; CHUNK]);
 pub(super) struct Spill {
     chunks: Vec<Chunk>,
     free_chunks: Vec<u32>,
-    lists: Vec<Vec<u32>>,
+    lists: Vec<Vec<OnLink>>,
     free: Vec<u32>,
 }
 
 impl Spill {
     /// A free chunk holding `items` first.
-    fn chunk(&mut self, items: &[u32]) -> u32 {
+    fn chunk(&mut self, items: &[OnLink]) -> u32 {
         let at = self.free_chunks.pop().unwrap_or_else(|| {
-            self.chunks.push(Chunk([0; CHUNK]));
+            self.chunks.push(Chunk([OnLink::default(); CHUNK]));
             self.chunks.len() as u32 - 1
         });
         self.chunks[at as usize].0[..items.len()].copy_from_slice(items);
@@ -128,7 +138,7 @@ impl Spill {
     }
 
     /// A free vector holding `items` first.
-    fn list(&mut self, items: &[u32]) -> u32 {
+    fn list(&mut self, items: &[OnLink]) -> u32 {
         let at = self.free.pop().unwrap_or_else(|| {
             self.lists.push(Vec::with_capacity(2 * CHUNK));
             self.lists.len() as u32 - 1
@@ -147,38 +157,60 @@ impl FlowList {
         self.len == 0
     }
 
-    pub fn as_slice<'a>(&'a self, spill: &'a Spill) -> &'a [u32] {
+    pub fn as_slice<'a>(&'a self, spill: &'a Spill) -> &'a [OnLink] {
         let len = self.len();
         if len <= INLINE {
             &self.items[..len]
         } else if len <= CHUNK {
-            &spill.chunks[self.items[0] as usize].0[..len]
+            &spill.chunks[self.items[0].cohort as usize].0[..len]
         } else {
-            &spill.lists[self.items[0] as usize]
+            &spill.lists[self.items[0].cohort as usize]
         }
     }
 
-    /// Appends `f`; returns its position.
-    pub fn push(&mut self, f: u32, spill: &mut Spill) -> u32 {
+    /// The cohorts on the list, in its order.
+    pub fn cohorts<'a>(&'a self, spill: &'a Spill) -> impl Iterator<Item = u32> + 'a {
+        self.as_slice(spill).iter().map(|o| o.cohort)
+    }
+
+    fn as_mut_slice<'a>(&'a mut self, spill: &'a mut Spill) -> &'a mut [OnLink] {
+        let len = self.len();
+        if len <= INLINE {
+            &mut self.items[..len]
+        } else if len <= CHUNK {
+            &mut spill.chunks[self.items[0].cohort as usize].0[..len]
+        } else {
+            &mut spill.lists[self.items[0].cohort as usize]
+        }
+    }
+
+    /// Says that the cohort at position `pos` has its entry for this link at `entry` now (its
+    /// path moved in the arena).
+    pub fn set_entry(&mut self, pos: u32, entry: u32, spill: &mut Spill) {
+        self.as_mut_slice(spill)[pos as usize].entry = entry;
+    }
+
+    /// Appends `item`; returns its position.
+    pub fn push(&mut self, item: OnLink, spill: &mut Spill) -> u32 {
         let at = self.len;
         let len = self.len();
         if len < INLINE {
-            self.items[len] = f;
+            self.items[len] = item;
         } else if len == INLINE {
             let c = spill.chunk(&self.items);
-            spill.chunks[c as usize].0[len] = f;
-            self.items[0] = c;
+            spill.chunks[c as usize].0[len] = item;
+            self.items[0].cohort = c;
         } else if len < CHUNK {
-            spill.chunks[self.items[0] as usize].0[len] = f;
+            spill.chunks[self.items[0].cohort as usize].0[len] = item;
         } else if len == CHUNK {
-            let c = self.items[0];
+            let c = self.items[0].cohort;
             let chunk = spill.chunks[c as usize];
             spill.free_chunks.push(c);
             let v = spill.list(&chunk.0);
-            spill.lists[v as usize].push(f);
-            self.items[0] = v;
+            spill.lists[v as usize].push(item);
+            self.items[0].cohort = v;
         } else {
-            spill.lists[self.items[0] as usize].push(f);
+            spill.lists[self.items[0].cohort as usize].push(item);
         }
         self.len += 1;
         at
@@ -186,14 +218,14 @@ impl FlowList {
 
     /// Takes the flow at position `pos` off the list; the last flow takes its place, and is
     /// returned unless it was the one removed. Positions are the same wherever the list lies.
-    pub fn remove_at(&mut self, pos: u32, spill: &mut Spill) -> Option<u32> {
+    pub fn remove_at(&mut self, pos: u32, spill: &mut Spill) -> Option<OnLink> {
         let (pos, last) = (pos as usize, self.len() - 1);
         let len = self.len();
         let moved = if len <= INLINE {
             self.items[pos] = self.items[last];
             self.items[pos]
         } else if len <= CHUNK {
-            let c = self.items[0];
+            let c = self.items[0].cohort;
             let chunk = &mut spill.chunks[c as usize].0;
             chunk[pos] = chunk[last];
             let moved = chunk[pos];
@@ -203,17 +235,17 @@ impl FlowList {
             }
             moved
         } else {
-            let v = self.items[0];
+            let v = self.items[0].cohort;
             let list = &mut spill.lists[v as usize];
             list.swap_remove(pos);
-            let moved = list.get(pos).copied().unwrap_or(u32::MAX);
+            let moved = list.get(pos).copied().unwrap_or_default();
             if last == CHUNK {
-                let mut items = [0; CHUNK];
+                let mut items = [OnLink::default(); CHUNK];
                 items.copy_from_slice(list);
                 list.clear();
                 let c = spill.chunk(&items);
                 spill.free.push(v);
-                self.items[0] = c;
+                self.items[0].cohort = c;
             }
             moved
         };
@@ -239,14 +271,23 @@ mod tests {
             let i = (seed >> 40) as usize % 2;
             let (list, model) = (&mut lists[i], &mut models[i]);
             if model.is_empty() || (model.len() < 24 && (seed >> 20).is_multiple_of(2)) {
-                assert_eq!(list.push(step, &mut spill) as usize, model.len());
-                model.push(step);
+                let item = OnLink {
+                    cohort: step,
+                    entry: step ^ 0x5555,
+                };
+                assert_eq!(list.push(item, &mut spill) as usize, model.len());
+                model.push(item);
             } else {
                 let pos = (seed >> 8) as usize % model.len();
                 let last = model.len() - 1;
                 let moved = list.remove_at(pos as u32, &mut spill);
                 model.swap_remove(pos);
                 assert_eq!(moved, (pos != last).then(|| model[pos]));
+            }
+            if !model.is_empty() && (seed >> 30).is_multiple_of(3) {
+                let pos = (seed >> 12) as usize % model.len();
+                model[pos].entry = step;
+                list.set_entry(pos as u32, step, &mut spill);
             }
             assert_eq!(list.as_slice(&spill), &model[..]);
             assert_eq!(list.len(), model.len());

@@ -35,6 +35,7 @@
 
 use fabricsim_topology::{Bandwidth, LinkId, NodeKind, Topology};
 
+use super::link::OnLink;
 use super::FlowEngine;
 
 /// No class.
@@ -536,16 +537,21 @@ impl FlowEngine {
                 for (i, &(l, _)) in links.iter().enumerate() {
                     let at = span.ids + i;
                     if from < old.ids + old.len as usize && self.incidence.ids[from] == l.0 {
-                        self.incidence.pos[at] = self.incidence.pos[from];
+                        let pos = self.incidence.pos[from];
+                        self.incidence.pos[at] = pos;
+                        let list = &mut self.link[l.index()].flows;
+                        list.set_entry(pos, at as u32, &mut self.spill);
                         from += 1;
                     } else {
+                        let entry = OnLink {
+                            cohort: f,
+                            entry: at as u32,
+                        };
                         self.incidence.pos[at] =
-                            self.link[l.index()].flows.push(f, &mut self.spill);
+                            self.link[l.index()].flows.push(entry, &mut self.spill);
                     }
                 }
             }
-            self.long_paths.remove(&f);
-            self.index_long_path(f, &links);
             let cohort = &mut self.cohorts[f as usize];
             (cohort.links, cohort.folded, cohort.bottleneck) = (span, still_folds, 0);
         }
