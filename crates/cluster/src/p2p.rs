@@ -129,9 +129,13 @@ impl P2p {
 
     /// Where the entry for `tag` lies in mailbox `m`, added if new. Searched from the newest:
     /// a pipeline's mailbox holds the receives posted for the microbatches ahead, and a send
-    /// or receive nearly always meets the entry added last.
+    /// or receive nearly always meets the entry added last. That one is checked in the entries
+    /// themselves, which the caller reads next, so that the common case leaves the tags unread.
     pub(crate) fn find(&mut self, m: usize, tag: u64) -> usize {
         let mailbox = &mut self.mailboxes[m];
+        if mailbox.entries.last().is_some_and(|e| e.tag == tag) {
+            return mailbox.entries.len() - 1;
+        }
         mailbox
             .tags
             .iter()
