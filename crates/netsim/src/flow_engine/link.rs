@@ -157,14 +157,19 @@ impl FlowList {
         self.len == 0
     }
 
+    /// Where a list of more than [`INLINE`] lies in the spill: its chunk or its vector.
+    fn spilled(&self) -> usize {
+        self.items[0].cohort as usize
+    }
+
     pub fn as_slice<'a>(&'a self, spill: &'a Spill) -> &'a [OnLink] {
         let len = self.len();
         if len <= INLINE {
             &self.items[..len]
         } else if len <= CHUNK {
-            &spill.chunks[self.items[0].cohort as usize].0[..len]
+            &spill.chunks[self.spilled()].0[..len]
         } else {
-            &spill.lists[self.items[0].cohort as usize]
+            &spill.lists[self.spilled()]
         }
     }
 
@@ -178,9 +183,9 @@ impl FlowList {
         if len <= INLINE {
             &mut self.items[..len]
         } else if len <= CHUNK {
-            &mut spill.chunks[self.items[0].cohort as usize].0[..len]
+            &mut spill.chunks[self.spilled()].0[..len]
         } else {
-            &mut spill.lists[self.items[0].cohort as usize]
+            &mut spill.lists[self.spilled()]
         }
     }
 
@@ -201,7 +206,7 @@ impl FlowList {
             spill.chunks[c as usize].0[len] = item;
             self.items[0].cohort = c;
         } else if len < CHUNK {
-            spill.chunks[self.items[0].cohort as usize].0[len] = item;
+            spill.chunks[self.spilled()].0[len] = item;
         } else if len == CHUNK {
             let c = self.items[0].cohort;
             let chunk = spill.chunks[c as usize];
@@ -210,7 +215,7 @@ impl FlowList {
             spill.lists[v as usize].push(item);
             self.items[0].cohort = v;
         } else {
-            spill.lists[self.items[0].cohort as usize].push(item);
+            spill.lists[self.spilled()].push(item);
         }
         self.len += 1;
         at
