@@ -96,6 +96,16 @@ pub(super) struct OnLink {
     pub entry: u32,
 }
 
+impl OnLink {
+    /// Cohort `cohort`, whose entry for the link is `entry` of the incidence arena.
+    pub fn new(cohort: u32, entry: usize) -> OnLink {
+        OnLink {
+            cohort,
+            entry: entry as u32,
+        }
+    }
+}
+
 /// The active flows crossing a link, in the order they came (a departure's place is taken
 /// by the last): up to two inline, in the link's cache line; beyond that, up to sixteen in a
 /// two-line chunk of the [`Spill`], and more in a vector of it. The chunk's or the vector's
@@ -162,6 +172,11 @@ impl FlowList {
         self.items[0].cohort as usize
     }
 
+    /// Says that the list now lies in the spill's chunk or vector `at`.
+    fn spill_to(&mut self, at: u32) {
+        self.items[0].cohort = at;
+    }
+
     pub fn as_slice<'a>(&'a self, spill: &'a Spill) -> &'a [OnLink] {
         let len = self.len();
         if len <= INLINE {
@@ -204,16 +219,16 @@ impl FlowList {
         } else if len == INLINE {
             let c = spill.chunk(&self.items);
             spill.chunks[c as usize].0[len] = item;
-            self.items[0].cohort = c;
+            self.spill_to(c);
         } else if len < CHUNK {
             spill.chunks[self.spilled()].0[len] = item;
         } else if len == CHUNK {
-            let c = self.items[0].cohort;
+            let c = self.spilled() as u32;
             let chunk = spill.chunks[c as usize];
             spill.free_chunks.push(c);
             let v = spill.list(&chunk.0);
             spill.lists[v as usize].push(item);
-            self.items[0].cohort = v;
+            self.spill_to(v);
         } else {
             spill.lists[self.spilled()].push(item);
         }
@@ -230,7 +245,7 @@ impl FlowList {
             self.items[pos] = self.items[last];
             self.items[pos]
         } else if len <= CHUNK {
-            let c = self.items[0].cohort;
+            let c = self.spilled() as u32;
             let chunk = &mut spill.chunks[c as usize].0;
             chunk[pos] = chunk[last];
             let moved = chunk[pos];
@@ -240,7 +255,7 @@ impl FlowList {
             }
             moved
         } else {
-            let v = self.items[0].cohort;
+            let v = self.spilled() as u32;
             let list = &mut spill.lists[v as usize];
             list.swap_remove(pos);
             let moved = list.get(pos).copied().unwrap_or_default();
@@ -250,7 +265,7 @@ impl FlowList {
                 list.clear();
                 let c = spill.chunk(&items);
                 spill.free.push(v);
-                self.items[0].cohort = c;
+                self.spill_to(c);
             }
             moved
         };

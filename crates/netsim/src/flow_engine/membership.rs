@@ -1,5 +1,5 @@
-//! Cohorts on and off their links: each link's list of the cohorts crossing it, and each
-//! cohort's entry per link that says where in that list it is.
+//! Cohorts on and off their links: each link's list of the cohorts crossing it, each with its
+//! entry for the link, and each cohort's entry per link that says where in that list it is.
 
 use super::link::OnLink;
 use super::{FlowEngine, TOLERANCE};
@@ -20,10 +20,7 @@ impl FlowEngine {
             let pos = self.incidence.pos[span.ids + i];
             debug_assert_eq!(
                 link.flows.as_slice(&self.spill)[pos as usize],
-                OnLink {
-                    cohort: f,
-                    entry: (span.ids + i) as u32
-                }
+                OnLink::new(f, span.ids + i)
             );
             let moved = link.flows.remove_at(pos, &mut self.spill);
             // The last flow off a link leaves it idle: exactly no load, whatever the rounding
@@ -55,10 +52,7 @@ impl FlowEngine {
             let (l, w) = self.incidence.at(span, i);
             let w = w * k;
             let link = &mut self.link[l as usize];
-            let entry = OnLink {
-                cohort: f,
-                entry: (span.ids + i) as u32,
-            };
+            let entry = OnLink::new(f, span.ids + i);
             self.incidence.pos[span.ids + i] = link.flows.push(entry, &mut self.spill);
             link.weight += w;
         }

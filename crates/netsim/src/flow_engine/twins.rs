@@ -543,10 +543,7 @@ impl FlowEngine {
                         list.set_entry(pos, at as u32, &mut self.spill);
                         from += 1;
                     } else {
-                        let entry = OnLink {
-                            cohort: f,
-                            entry: at as u32,
-                        };
+                        let entry = OnLink::new(f, at);
                         self.incidence.pos[at] =
                             self.link[l.index()].flows.push(entry, &mut self.spill);
                     }
