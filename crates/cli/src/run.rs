@@ -268,6 +268,7 @@ fn execute(scenario: Scenario, name: &str, out: &OutputArgs) -> CmdResult {
         trace_ranks,
         progress_every: if tty { 200_000 } else { 0 },
         full_detail: out.full_detail.then(|| "--full-detail".to_string()),
+        lone_ranks: false,
         sample_links: out.links_series.is_some(),
         // The report shows the links jobs shared when there are several.
         attribute_links: out.job_links.is_some()

@@ -37,6 +37,7 @@ use crate::stats::{CommScope, Detail, JobStats, Lane, Slice};
 pub use crate::symmetry::SymmetryUse;
 
 mod diagnose;
+mod gang;
 mod kernels;
 mod launch;
 mod queue;
@@ -113,6 +114,9 @@ pub struct RunOptions {
     /// Simulate every rank, even where one representative per orbit would give the same
     /// result ([`crate::symmetry`]), and why (`--full-detail`, link events during the run).
     pub full_detail: Option<String>,
+    /// Simulate each rank of a tensor-parallel gang alone ([`gang`]): the same results with
+    /// more work, for tests.
+    pub lone_ranks: bool,
     /// Sample the link groups' utilization every this many ns (0: never).
     pub sample_every: u64,
     /// With `sample_every`, record every link's utilization at each sample too.
@@ -178,14 +182,14 @@ impl<'t> Orchestrator<'t> {
                 let jobs = jobs
                     .into_iter()
                     .zip(&sym.jobs)
-                    .map(|(spec, o)| JobState::new(spec, options.trace_ranks, Some((o, order))))
+                    .map(|(spec, o)| JobState::new(spec, &options, Some((o, order))))
                     .collect();
                 (jobs, SymmetryUse::Applied { order })
             }
             Err(why) => {
                 let jobs = jobs
                     .into_iter()
-                    .map(|spec| JobState::new(spec, options.trace_ranks, None))
+                    .map(|spec| JobState::new(spec, &options, None))
                     .collect();
                 (jobs, SymmetryUse::Off(why))
             }
@@ -330,6 +334,8 @@ impl<'t> Orchestrator<'t> {
                 progress(t, done, total);
             }
         }
+        // Every rank's own figures, and the diagnosis of a stall, read each rank alone.
+        self.split_all();
         for job in &mut self.jobs {
             // Each simulated rank stands for `order` ranks.
             let order = u64::from(job.order);
@@ -426,7 +432,11 @@ impl<'t> Orchestrator<'t> {
     fn settle(&mut self, t: u64) -> Result<(), RunError> {
         loop {
             while let Some((j, r, op)) = self.ready.pop() {
-                self.dispatch(j, r, op, t)?;
+                if r & gang::GANG != 0 {
+                    self.dispatch_gang(j, r, op, t)?;
+                } else {
+                    self.dispatch(j, r, op, t)?;
+                }
             }
             if self.touched.is_empty() {
                 return Ok(());
@@ -486,6 +496,10 @@ impl<'t> Orchestrator<'t> {
 
     fn dispatch(&mut self, j: u32, r: u32, op: u32, t: u64) -> Result<(), RunError> {
         let job = &mut self.jobs[j as usize];
+        debug_assert!(
+            job.gangs.merged(r).is_none(),
+            "a merged gang's ranks go together"
+        );
         let binding = &job.spec.workload.ranks[r as usize];
         let prog = &job.spec.workload.programs[binding.program as usize];
         match prog.ops[op as usize].kind {
@@ -587,7 +601,12 @@ impl<'t> Orchestrator<'t> {
     /// `op` of rank `r` is done at `t`: release its dependents.
     fn complete(&mut self, j: u32, r: u32, op: u32, t: u64) {
         let job = &mut self.jobs[j as usize];
+        debug_assert!(
+            job.gangs.merged(r).is_none(),
+            "a merged gang's ranks go together"
+        );
         job.done += 1;
+        job.gangs.mark(r, op, t);
         job.stats.iteration_ns = job.stats.iteration_ns.max(t);
         let (offset, stride) = job.counters[r as usize];
         let index = &job.index[job.spec.workload.ranks[r as usize].program as usize];
@@ -668,6 +687,21 @@ impl<'t> Orchestrator<'t> {
     }
 
     fn collective_done(&mut self, i: u32, t: u64) -> Result<(), RunError> {
+        let inst = &self.instances[i as usize];
+        let j = inst.job;
+        match self.jobs[j as usize].gangs.of_group(inst.group) {
+            Some(g) => {
+                if self.gang_collective_done(i, g, t)? {
+                    return Ok(());
+                }
+            }
+            None => {
+                for m in 0..self.instances[i as usize].members.len() {
+                    let r = self.instances[i as usize].members[m].0;
+                    self.split_rank(j, r);
+                }
+            }
+        }
         let inst = &mut self.instances[i as usize];
         let (j, g) = (inst.job, inst.group);
         let members = std::mem::take(&mut inst.members);

@@ -63,7 +63,7 @@ impl Orchestrator<'_> {
     }
 
     /// Runs the next kernel queued on rank `r`'s stream, if any (the stream is free).
-    fn start_kernel(&mut self, j: u32, r: u32, t: u64, memory: bool) {
+    pub(super) fn start_kernel(&mut self, j: u32, r: u32, t: u64, memory: bool) {
         let stream = self.jobs[j as usize].ranks[r as usize].stream(memory);
         if let Some(op) = stream.queue.pop_front() {
             self.run_kernel(j, r, op, t, memory);
@@ -92,6 +92,21 @@ impl Orchestrator<'_> {
 
     /// Rank `r`'s stream finished its kernel (or its chain) at `t`.
     pub(super) fn kernel_done(&mut self, j: u32, r: u32, t: u64, memory: bool) {
+        let gangs = &self.jobs[j as usize].gangs;
+        if let Some(g) = gangs.of(r) {
+            let gang = &gangs.list[g as usize];
+            if gang.merged && r != gang.first {
+                // A follower's end queued before its gang merged at this instant: the leader's
+                // stood for it, and was counted for it.
+                self.events -= 1;
+                return;
+            }
+            let merged =
+                gang.merged || (r == gang.first && self.try_merge_at_kernel(j, g, t, memory));
+            if merged && self.gang_kernel_done(j, g, t, memory) {
+                return;
+            }
+        }
         let job = &mut self.jobs[j as usize];
         let rank = &mut job.ranks[r as usize];
         rank.account(t);

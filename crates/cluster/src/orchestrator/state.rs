@@ -130,7 +130,7 @@ impl ProgramIndex {
     }
 }
 
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(super) struct Stream {
     pub(super) queue: VecDeque<u32>,
     pub(super) busy: bool,
@@ -576,14 +576,16 @@ pub(super) struct JobState {
     pub(super) weight: Vec<u32>,
     /// Ranks each simulated rank stands for (1: every rank is simulated).
     pub(super) order: u32,
+    /// Tensor-parallel gangs ([`super::gang`]).
+    pub(super) gangs: super::gang::Gangs,
 }
 
 impl JobState {
     /// The state of `spec` at time 0, simulating the representatives of `orbits` (every rank
-    /// without), and recording slices of the first `trace_ranks` ranks.
+    /// without), and recording slices of the first `options.trace_ranks` ranks.
     pub(super) fn new(
         spec: JobSpec,
-        trace_ranks: u32,
+        options: &super::RunOptions,
         orbits: Option<(&crate::symmetry::JobOrbits, u32)>,
     ) -> JobState {
         let w = &spec.workload;
@@ -658,6 +660,9 @@ impl JobState {
             .map(|g| g.ranks.iter().filter(|&&r| active[r as usize]).count() as u32)
             .collect();
         let p2p = P2p::new(&spec.workload);
+        let trace_ranks = options.trace_ranks;
+        let alone = options.lone_ranks || orbits.is_some();
+        let gangs = super::gang::Gangs::new(&spec, &index, &counters, trace_ranks, alone);
         JobState {
             placements: vec![None; p2p.mailboxes.len()],
             index,
@@ -679,6 +684,7 @@ impl JobState {
             members,
             weight,
             order,
+            gangs,
             spec,
         }
     }

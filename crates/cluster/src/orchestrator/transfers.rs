@@ -37,6 +37,10 @@ impl Orchestrator<'_> {
             recv
         });
         let receiver = recv.map(|_| key.1);
+        if let Some(r) = receiver {
+            self.split_rank(j, r);
+        }
+        let job = &mut self.jobs[j as usize];
         for r in std::iter::once(src.0).chain(receiver) {
             job.ranks[r as usize].comm_began(t, CommScope::Pp);
         }
@@ -90,6 +94,10 @@ impl Orchestrator<'_> {
         let (j, src, key, mailbox, recv, start, bytes) = (
             tr.job, tr.src, tr.key, tr.mailbox, tr.recv, tr.start, tr.bytes,
         );
+        self.split_rank(j, src.0);
+        if recv.is_some() {
+            self.split_rank(j, key.1);
+        }
         let job = &mut self.jobs[j as usize];
         job.stats.transfer(bytes, t - start, job.order);
         job.comm_ended(src.0, src.1, CommScope::Pp, start, t, None);
