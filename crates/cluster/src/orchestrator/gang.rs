@@ -63,6 +63,14 @@ impl Gang {
     }
 }
 
+impl Stream {
+    /// Becomes a copy of `other` (a follower's stream, its leader's), in the room it has.
+    fn copy_from(&mut self, other: &Stream) {
+        self.queue.clone_from(&other.queue);
+        (self.busy, self.op, self.since) = (other.busy, other.op, other.since);
+    }
+}
+
 /// The ranks `first..first + size`, highest first if `descending`.
 fn members_in(first: u32, size: u32, descending: bool) -> impl Iterator<Item = u32> {
     (0..size).map(move |i| {
@@ -253,29 +261,28 @@ impl Orchestrator<'_> {
         let (first, size) = (gang.first, gang.size);
         let (compute_at, exposed_at) = (gang.compute_at_merge, gang.exposed_at_merge);
         let index = &job.index[job.spec.workload.ranks[first as usize].program as usize];
-        let lead = &job.ranks[first as usize];
-        let (compute, memory) = (lead.compute.clone(), lead.memory.clone());
-        let (comm_active, last) = (lead.comm_active, lead.last);
+        let (head, followers) = job.ranks.split_at_mut(first as usize + 1);
+        let lead = &head[first as usize];
         let grown = lead.compute_ns - compute_at;
         let mut exposed = lead.exposed_ns;
         for (e, at) in exposed.iter_mut().zip(exposed_at) {
             *e -= at;
         }
-        for f in first + 1..first + size {
-            let rank = &mut job.ranks[f as usize];
-            rank.compute = compute.clone();
-            rank.memory = memory.clone();
-            rank.comm_active = comm_active;
-            rank.last = last;
+        let ends = [(&lead.compute, COMPUTE_DONE), (&lead.memory, MEMORY_DONE)].map(|(s, kind)| {
+            s.busy
+                .then(|| (s.since + index.run_ns[s.op as usize], kind))
+        });
+        for (f, rank) in (first + 1..).zip(&mut followers[..size as usize - 1]) {
+            rank.compute.copy_from(&lead.compute);
+            rank.memory.copy_from(&lead.memory);
+            rank.comm_active = lead.comm_active;
+            rank.last = lead.last;
             rank.compute_ns += grown;
             for (e, add) in rank.exposed_ns.iter_mut().zip(exposed) {
                 *e += add;
             }
-            for (stream, kind) in [(&compute, COMPUTE_DONE), (&memory, MEMORY_DONE)] {
-                if stream.busy {
-                    let end = stream.since + index.run_ns[stream.op as usize];
-                    self.queue.push(Event::new(end, kind, j, f));
-                }
+            for &(end, kind) in ends.iter().flatten() {
+                self.queue.push(Event::new(end, kind, j, f));
             }
         }
     }

@@ -130,7 +130,7 @@ impl ProgramIndex {
     }
 }
 
-#[derive(Clone, Default)]
+#[derive(Default)]
 pub(super) struct Stream {
     pub(super) queue: VecDeque<u32>,
     pub(super) busy: bool,
