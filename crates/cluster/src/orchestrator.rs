@@ -531,16 +531,7 @@ impl<'t> Orchestrator<'t> {
                         return Ok(());
                     }
                 }
-                let inst = match gs.pending.get(seq) {
-                    Some(i) => i,
-                    None => {
-                        let i = self.new_instance(j, g, coll, bytes);
-                        self.jobs[j as usize].groups[g as usize]
-                            .pending
-                            .insert(seq, i);
-                        i
-                    }
-                };
+                let inst = self.pending_instance(j, g, seq, coll, bytes);
                 self.instances[inst as usize].members.push((r, op, t));
                 self.try_start(j, g, t)?;
             }
@@ -568,6 +559,19 @@ impl<'t> Orchestrator<'t> {
             }
         }
         Ok(())
+    }
+
+    /// The instance of group `g`'s collective `seq` that members are arriving at, made at the
+    /// first arrival.
+    fn pending_instance(&mut self, j: u32, g: u32, seq: u32, op: Collective, bytes: u64) -> u32 {
+        if let Some(i) = self.jobs[j as usize].groups[g as usize].pending.get(seq) {
+            return i;
+        }
+        let i = self.new_instance(j, g, op, bytes);
+        self.jobs[j as usize].groups[g as usize]
+            .pending
+            .insert(seq, i);
+        i
     }
 
     /// A collective instance of group `g` with no member yet, in a free slot if there is one.
@@ -702,31 +706,50 @@ impl<'t> Orchestrator<'t> {
                 }
             }
         }
+        let (members, scope, algorithm) = self.end_instance(i, t);
+        let job = &mut self.jobs[j as usize];
+        for &(r, op_index, arrived) in &members {
+            job.comm_ended(r, op_index, scope, arrived, t, algorithm);
+        }
+        for &(r, op_index, _) in &members {
+            self.complete(j, r, op_index, t);
+        }
+        self.free_instance(i, members, t)
+    }
+
+    /// Collective instance `i` ends at `t`: counted in its group's tally, the group free for
+    /// its next. Its members (taken out), its group's scope and what ran it.
+    fn end_instance(&mut self, i: u32, t: u64) -> (Vec<(u32, u32, u64)>, CommScope, Option<Ran>) {
         let inst = &mut self.instances[i as usize];
         let (j, g) = (inst.job, inst.group);
         let members = std::mem::take(&mut inst.members);
-        let (bytes, start, memo) = (inst.bytes, inst.start, inst.memo);
-        let algorithm = inst.algorithm;
+        let (bytes, start, memo, algorithm) = (inst.bytes, inst.start, inst.memo, inst.algorithm);
         let job = &mut self.jobs[j as usize];
         let weight = job.weight[g as usize];
         let entry = &mut job.groups[g as usize].memo[memo as usize];
         entry.algorithm = algorithm;
         entry.tally.add(bytes, t - start, weight);
-        let scope = job.scopes[g as usize];
-        for &(r, op_index, arrived) in &members {
-            job.comm_ended(r, op_index, scope, arrived, t, algorithm);
-        }
         let gs = &mut job.groups[g as usize];
         gs.busy = false;
         gs.next += 1;
-        for &(r, op_index, _) in &members {
-            self.complete(j, r, op_index, t);
-        }
-        let mut members = members;
+        (members, job.scopes[g as usize], algorithm)
+    }
+
+    /// Frees ended instance `i`'s slot, keeping its members' vector, and starts its group's
+    /// next collective if all its members wait.
+    fn free_instance(
+        &mut self,
+        i: u32,
+        mut members: Vec<(u32, u32, u64)>,
+        t: u64,
+    ) -> Result<(), RunError> {
+        let (j, g) = (
+            self.instances[i as usize].job,
+            self.instances[i as usize].group,
+        );
         members.clear();
         self.instances[i as usize].members = members;
         self.free_instances.push(i);
-        // The next collective on the group may be waiting.
         let gs = &self.jobs[j as usize].groups[g as usize];
         if gs.pending.get(gs.next).is_some() {
             return self.try_start(j, g, t);

@@ -5,7 +5,9 @@ use std::path::Path;
 
 use fabricsim_cluster::orchestrator::{RunOptions, RunOutput};
 use fabricsim_cluster::scenario::Scenario;
-use fabricsim_cluster::simulate::simulate;
+
+mod common;
+use common::reports;
 
 /// A Llama job with pipeline sends, FSDP and tensor parallelism under hashed ECMP (every rank
 /// simulated), and a data-parallel job beside it.
@@ -55,21 +57,11 @@ global_batch = 8
 }
 
 fn run(s: &Scenario, lone_ranks: bool) -> RunOutput {
-    let topo = s.fabric.load().unwrap();
     let options = RunOptions {
         lone_ranks,
         ..RunOptions::default()
     };
-    simulate(s, &topo, options, |_, _, _| {}).unwrap().output
-}
-
-fn reports(out: &RunOutput) -> String {
-    let jobs: Vec<_> = out
-        .jobs
-        .iter()
-        .map(fabricsim_cluster::JobReport::new)
-        .collect();
-    serde_json::to_string(&jobs).unwrap()
+    common::run(s, options)
 }
 
 #[test]

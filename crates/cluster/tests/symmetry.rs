@@ -5,7 +5,9 @@ use std::path::Path;
 
 use fabricsim_cluster::orchestrator::{RunOptions, RunOutput, SymmetryUse};
 use fabricsim_cluster::scenario::Scenario;
-use fabricsim_cluster::simulate::simulate;
+
+mod common;
+use common::reports;
 
 /// Two Llama jobs on an 8-rack AI Zone: pipeline, FSDP and tensor parallelism, packed.
 fn scenario(routing: &str, tp: u32, extra: &str) -> Scenario {
@@ -53,21 +55,11 @@ global_batch = 8
 }
 
 fn run(s: &Scenario, full: bool) -> RunOutput {
-    let topo = s.fabric.load().unwrap();
     let options = RunOptions {
         full_detail: full.then(|| "asked".to_string()),
         ..RunOptions::default()
     };
-    simulate(s, &topo, options, |_, _, _| {}).unwrap().output
-}
-
-fn reports(out: &RunOutput) -> String {
-    let jobs: Vec<_> = out
-        .jobs
-        .iter()
-        .map(fabricsim_cluster::JobReport::new)
-        .collect();
-    serde_json::to_string(&jobs).unwrap()
+    common::run(s, options)
 }
 
 #[test]

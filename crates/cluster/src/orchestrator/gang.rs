@@ -499,17 +499,7 @@ impl Orchestrator<'_> {
                 let seq = job.index[binding.program as usize].coll_seq[op as usize];
                 let scope = job.scopes[g_group as usize];
                 job.ranks[first as usize].comm_began(t, scope);
-                let gs = &mut job.groups[g_group as usize];
-                let inst = match gs.pending.get(seq) {
-                    Some(i) => i,
-                    None => {
-                        let i = self.new_instance(j, g_group, coll, bytes);
-                        self.jobs[j as usize].groups[g_group as usize]
-                            .pending
-                            .insert(seq, i);
-                        i
-                    }
-                };
+                let inst = self.pending_instance(j, g_group, seq, coll, bytes);
                 // Dispatched last in first out: members arrive in the reverse of the order
                 // their entries were pushed.
                 let arrivals = members_in(first, size, !descending);
@@ -546,30 +536,12 @@ impl Orchestrator<'_> {
         if !merged && (!(ascending || descending) || !self.try_merge(j, g, t)) {
             return Ok(false);
         }
-        let inst = &mut self.instances[i as usize];
-        let group = inst.group;
-        let members = std::mem::take(&mut inst.members);
-        let (bytes, start, memo, algorithm) = (inst.bytes, inst.start, inst.memo, inst.algorithm);
+        let (members, scope, algorithm) = self.end_instance(i, t);
         let job = &mut self.jobs[j as usize];
-        let weight = job.weight[group as usize];
-        let entry = &mut job.groups[group as usize].memo[memo as usize];
-        entry.algorithm = algorithm;
-        entry.tally.add(bytes, t - start, weight);
-        let scope = job.scopes[group as usize];
         let first = job.gangs.list[g as usize].first;
         job.comm_ended(first, op, scope, arrived, t, algorithm);
-        let gs = &mut job.groups[group as usize];
-        gs.busy = false;
-        gs.next += 1;
         self.complete_gang(j, g, op, t, if ascending { 0 } else { DESCENDING });
-        let mut members = members;
-        members.clear();
-        self.instances[i as usize].members = members;
-        self.free_instances.push(i);
-        let gs = &self.jobs[j as usize].groups[group as usize];
-        if gs.pending.get(gs.next).is_some() {
-            self.try_start(j, group, t)?;
-        }
+        self.free_instance(i, members, t)?;
         Ok(true)
     }
 }
