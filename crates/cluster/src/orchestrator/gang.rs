@@ -71,6 +71,16 @@ impl Stream {
     }
 }
 
+/// The last kernel of the fused chain `op` starts, and how many come before it.
+fn chain_end(index: &ProgramIndex, mut op: u32) -> (u32, u32) {
+    let mut before = 0;
+    while index.next[op as usize] != UNCHAINED {
+        op = index.next[op as usize];
+        before += 1;
+    }
+    (op, before)
+}
+
 /// The ranks `first..first + size`, highest first if `descending`.
 fn members_in(first: u32, size: u32, descending: bool) -> impl Iterator<Item = u32> {
     (0..size).map(move |i| {
@@ -378,11 +388,7 @@ impl Orchestrator<'_> {
                 && o.queue.is_empty()
         });
         let index = &job.index[job.spec.workload.ranks[gang.first as usize].program as usize];
-        let mut last = op;
-        while index.next[last as usize] != UNCHAINED {
-            last = index.next[last as usize];
-        }
-        if !alike || job.gangs.stops(g, last) {
+        if !alike || job.gangs.stops(g, chain_end(index, op).0) {
             return false;
         }
         self.merge(j, g, t);
@@ -428,13 +434,8 @@ impl Orchestrator<'_> {
             (gang.first, gang.size)
         };
         let index = &job.index[job.spec.workload.ranks[first as usize].program as usize];
-        let mut op = job.ranks[first as usize].stream(memory).op;
-        let mut chain = 0;
-        while index.next[op as usize] != UNCHAINED {
-            op = index.next[op as usize];
-            chain += 1;
-        }
-        if job.gangs.stops(g, op) {
+        let (last, chain) = chain_end(index, job.ranks[first as usize].stream(memory).op);
+        if job.gangs.stops(g, last) {
             self.split(j, g);
             return false;
         }
