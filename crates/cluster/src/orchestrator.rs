@@ -114,8 +114,8 @@ pub struct RunOptions {
     /// Simulate every rank, even where one representative per orbit would give the same
     /// result ([`crate::symmetry`]), and why (`--full-detail`, link events during the run).
     pub full_detail: Option<String>,
-    /// Simulate each rank of a tensor-parallel gang alone ([`gang`]): the same results with
-    /// more work, for tests.
+    /// Simulate each rank of a tensor-parallel gang alone (the orchestrator's `gang` module):
+    /// the same results with more work, for tests.
     pub lone_ranks: bool,
     /// Sample the link groups' utilization every this many ns (0: never).
     pub sample_every: u64,

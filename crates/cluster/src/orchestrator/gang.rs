@@ -33,7 +33,7 @@
 //! entries were pushed, and a collective's members complete in the order they arrived. A
 //! split pushes the members' entries in the order the full simulation had them.
 
-use super::kernels::UNCHAINED;
+use super::kernels::chain_end;
 use super::*;
 
 /// A ready-stack entry's rank field: a merged gang's number, not a rank.
@@ -63,22 +63,39 @@ impl Gang {
     }
 }
 
+impl RankState {
+    fn stream_ref(&self, memory: bool) -> &Stream {
+        if memory {
+            &self.memory
+        } else {
+            &self.compute
+        }
+    }
+}
+
+impl JobState {
+    /// Whether gang `g`'s members stand alike at `t`, their streams as `streams` wants them:
+    /// the same ops done, as many operations in flight, none completed at `t` (so nothing of
+    /// theirs is on the ready stack).
+    fn stand_alike(&self, g: u32, t: u64, streams: impl Fn(&RankState) -> bool) -> bool {
+        let gang = &self.gangs.list[g as usize];
+        let lead = &self.ranks[gang.first as usize];
+        let mark = self.gangs.marks[gang.first as usize].0;
+        gang.pushed <= t
+            && gang.members().all(|m| {
+                let rank = &self.ranks[m as usize];
+                let (done, at) = self.gangs.marks[m as usize];
+                at <= t && done == mark && rank.comm_active == lead.comm_active && streams(rank)
+            })
+    }
+}
+
 impl Stream {
     /// Becomes a copy of `other` (a follower's stream, its leader's), in the room it has.
     fn copy_from(&mut self, other: &Stream) {
         self.queue.clone_from(&other.queue);
         (self.busy, self.op, self.since) = (other.busy, other.op, other.since);
     }
-}
-
-/// The last kernel of the fused chain `op` starts, and how many come before it.
-fn chain_end(index: &ProgramIndex, mut op: u32) -> (u32, u32) {
-    let mut before = 0;
-    while index.next[op as usize] != UNCHAINED {
-        op = index.next[op as usize];
-        before += 1;
-    }
-    (op, before)
 }
 
 /// The ranks `first..first + size`, highest first if `descending`.
@@ -308,25 +325,8 @@ impl Orchestrator<'_> {
 
     /// Merges gang `g` at `t`, where one of its collectives ends, if its members stand alike.
     pub(super) fn try_merge(&mut self, j: u32, g: u32, t: u64) -> bool {
-        let job = &mut self.jobs[j as usize];
-        let gang = &job.gangs.list[g as usize];
-        if gang.pushed > t {
-            return false;
-        }
-        let lead = &job.ranks[gang.first as usize];
-        let mark = job.gangs.marks[gang.first as usize].0;
-        let alike = gang.members().all(|m| {
-            let rank = &job.ranks[m as usize];
-            let (done, at) = job.gangs.marks[m as usize];
-            at <= t
-                && done == mark
-                && rank.comm_active == lead.comm_active
-                && !rank.compute.busy
-                && !rank.memory.busy
-                && rank.compute.queue.is_empty()
-                && rank.memory.queue.is_empty()
-        });
-        if !alike {
+        let idle = |s: &Stream| !s.busy && s.queue.is_empty();
+        if !self.jobs[j as usize].stand_alike(g, t, |r| idle(&r.compute) && idle(&r.memory)) {
             return false;
         }
         self.merge(j, g, t);
@@ -354,41 +354,21 @@ impl Orchestrator<'_> {
     /// otherwise, and the kernel does not end the merged run at once. The followers' ends,
     /// queued at this instant right after the leader's, are then passed over.
     pub(super) fn try_merge_at_kernel(&mut self, j: u32, g: u32, t: u64, memory: bool) -> bool {
-        let job = &mut self.jobs[j as usize];
+        let job = &self.jobs[j as usize];
         let gang = &job.gangs.list[g as usize];
-        if gang.pushed > t {
-            return false;
-        }
         let lead = &job.ranks[gang.first as usize];
-        let (running, other) = if memory {
-            (&lead.memory, &lead.compute)
-        } else {
-            (&lead.compute, &lead.memory)
-        };
-        if other.busy || !other.queue.is_empty() || !running.queue.is_empty() {
-            return false;
-        }
-        let (op, since) = (running.op, running.since);
-        let mark = job.gangs.marks[gang.first as usize].0;
-        let alike = gang.members().all(|m| {
-            let rank = &job.ranks[m as usize];
-            let (done, at) = job.gangs.marks[m as usize];
-            let (s, o) = if memory {
-                (&rank.memory, &rank.compute)
-            } else {
-                (&rank.compute, &rank.memory)
-            };
-            at <= t
-                && done == mark
-                && rank.comm_active == lead.comm_active
-                && s.busy
+        let (op, since) = (lead.stream_ref(memory).op, lead.stream_ref(memory).since);
+        // Every member runs the leader's kernel, since the same instant, and nothing else.
+        let running = |r: &RankState| {
+            let (s, other) = (r.stream_ref(memory), r.stream_ref(!memory));
+            s.busy
                 && (s.op, s.since) == (op, since)
                 && s.queue.is_empty()
-                && !o.busy
-                && o.queue.is_empty()
-        });
+                && !other.busy
+                && other.queue.is_empty()
+        };
         let index = &job.index[job.spec.workload.ranks[gang.first as usize].program as usize];
-        if !alike || job.gangs.stops(g, chain_end(index, op).0) {
+        if job.gangs.stops(g, chain_end(index, op).0) || !job.stand_alike(g, t, running) {
             return false;
         }
         self.merge(j, g, t);

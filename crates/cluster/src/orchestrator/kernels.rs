@@ -49,6 +49,16 @@ pub(super) fn chains(p: &Program, offsets: &[u32], dependents: &[u32]) -> Vec<u3
     next
 }
 
+/// The last kernel of the fused chain that `op` starts, and how many come before it.
+pub(super) fn chain_end(index: &ProgramIndex, mut op: u32) -> (u32, u32) {
+    let mut before = 0;
+    while index.next[op as usize] != UNCHAINED {
+        op = index.next[op as usize];
+        before += 1;
+    }
+    (op, before)
+}
+
 impl Orchestrator<'_> {
     /// Rank `r`'s kernel `op` is ready: it runs now if its stream is free, else queues. A
     /// free stream has nothing queued, so most kernels never touch the queue.
@@ -138,15 +148,10 @@ impl Orchestrator<'_> {
             // The chain's kernels before its last: each one's only dependent is the next,
             // which waits on nothing else (so has no counter).
             let index = &job.index[job.spec.workload.ranks[r as usize].program as usize];
-            loop {
-                let next = index.next[op as usize];
-                if next == UNCHAINED {
-                    break;
-                }
-                job.done += 1;
-                self.events += 1;
-                op = next;
-            }
+            let before;
+            (op, before) = chain_end(index, op);
+            job.done += u64::from(before);
+            self.events += u64::from(before);
         }
         self.complete(j, r, op, t);
         self.start_kernel(j, r, t, memory);
