@@ -45,6 +45,7 @@ use crate::window::Window;
 mod cohort;
 mod component;
 mod figures;
+mod groups;
 mod in_place;
 mod link;
 mod membership;
@@ -251,6 +252,8 @@ pub struct FlowEngine {
     stats: LinkStats,
     /// Twin links, solved as one (`twins.rs`).
     twins: Twins,
+    /// NIC ports that the same cohorts cross, solved as one (`groups.rs`).
+    groups: groups::Groups,
     /// Folded cohorts' paths as given, where kept (`Cohort::given`).
     given: Vec<Span>,
     /// Cohorts given a named path ([`FlowSpec::path`]), with its name (`cohort.rs`).
@@ -313,6 +316,7 @@ impl FlowEngine {
             in_place_entries: in_place::IN_PLACE_ENTRIES,
             stats: LinkStats::default(),
             twins,
+            groups: groups::Groups::new(topo),
             given: Vec::new(),
             named: HashMap::default(),
             last_placed: Placed {
@@ -342,6 +346,11 @@ impl FlowEngine {
     /// How many component re-solves ran (for benchmarks and tests of incrementality).
     pub fn solves(&self) -> u64 {
         self.solves
+    }
+
+    /// Port groups in force (`groups.rs`): for benchmarks and tests.
+    pub fn port_groups(&self) -> usize {
+        self.groups.count()
     }
 
     /// Cohorts re-solved (each the flows on one path), summed over all solves.
@@ -384,6 +393,13 @@ impl FlowEngine {
     /// Whether `flow` still has bytes to send.
     pub fn is_active(&self, flow: FlowId) -> bool {
         self.members.get(flow.0).is_some_and(|m| m.active)
+    }
+
+    /// Cohort `f`'s links as the re-solve reads them (`groups.rs`), each with its path's
+    /// weight there (one flow's).
+    fn solve_links(&self, f: u32) -> impl Iterator<Item = (u32, f64)> + '_ {
+        self.groups
+            .links(&self.incidence, f, self.cohorts[f as usize].links)
     }
 
     /// Brings `f`'s service (and what it carried) up to now: never past its next member's
@@ -575,6 +591,7 @@ impl Engine for FlowEngine {
             self.dirty_links.push(l);
         }
         self.structural = true;
+        self.dissolve_groups();
     }
 
     fn placed(&self, flow: FlowId) -> Option<Placed> {
@@ -626,6 +643,7 @@ impl Engine for FlowEngine {
             self.retire(b);
         }
         self.structural = true;
+        self.dissolve_groups();
         let spec = FlowSpec {
             links: &links,
             latency,

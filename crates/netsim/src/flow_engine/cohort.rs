@@ -277,6 +277,7 @@ impl FlowEngine {
             self.given.push(self.incidence.push(links));
         }
         self.cohorts.push(cohort);
+        self.group(b, span);
         if let Some(name) = spec.path {
             self.named.insert(b, name);
         }

@@ -76,17 +76,15 @@ impl FlowEngine {
             self.touched.push(u32::MAX);
             self.touched.sort_unstable();
         }
-        self.incidence
-            .get(self.cohorts[f as usize].links)
-            .any(|(l, _)| {
-                let link = &self.link[l as usize];
-                link.saturated(TOLERANCE)
-                    && self.touched.binary_search(&l).is_err()
-                    && link
-                        .flows
-                        .cohorts(&self.spill)
-                        .all(|g| self.hot[g as usize].rate <= ceiling)
-            })
+        self.solve_links(f).any(|(l, _)| {
+            let link = &self.link[l as usize];
+            link.saturated(TOLERANCE)
+                && self.touched.binary_search(&l).is_err()
+                && link
+                    .flows
+                    .cohorts(&self.spill)
+                    .all(|g| self.hot[g as usize].rate <= ceiling)
+        })
     }
 
     /// Re-solves what the pending changes can affect; see the module docs and the engine's.
@@ -179,7 +177,10 @@ impl FlowEngine {
                 while fi < self.comp_flows.len() {
                     let f = self.comp_flows[fi] as usize;
                     fi += 1;
-                    for (l, _) in self.incidence.get(self.cohorts[f].links) {
+                    let links = self
+                        .groups
+                        .links(&self.incidence, f as u32, self.cohorts[f].links);
+                    for (l, _) in links {
                         take_link(&mut self.link_mark, &mut self.comp_links, l, epoch);
                     }
                 }
@@ -245,10 +246,10 @@ impl FlowEngine {
         if rate >= cap * (1.0 - TOLERANCE) {
             return true;
         }
-        let n = span.len as usize;
+        let n = self.groups.solved_len(f, span);
         let hint = (cohort.bottleneck as usize).min(n);
         for j in (hint..n).chain(0..hint) {
-            let l = self.incidence.ids[span.ids + j];
+            let l = self.groups.solved_nth(&self.incidence, f, span, j);
             if self.saturated_now(l) && self.fastest_on(l) <= rate * (1.0 + TOLERANCE) {
                 self.cohorts[f as usize].bottleneck = j as u32;
                 return true;
@@ -260,7 +261,7 @@ impl FlowEngine {
     /// The flows faster than `rate` on the saturated links of `f`, to `out`: those that broke
     /// its bottleneck, where it has none.
     fn faster_than(&self, f: u32, rate: f64, out: &mut Vec<u32>) {
-        for (l, _) in self.incidence.get(self.cohorts[f as usize].links) {
+        for (l, _) in self.solve_links(f) {
             if !self.saturated_now(l) {
                 continue;
             }
@@ -387,7 +388,8 @@ impl FlowEngine {
                 per_entry = true;
                 d.weights.resize(d.links.len(), 1.0);
             }
-            for (l, w) in self.incidence.get(flow.links) {
+            let links = self.groups.links(&self.incidence, f, flow.links);
+            for (l, w) in links {
                 let k = self.link_mark[l as usize].1;
                 if rate.is_finite() {
                     d.fixed[k as usize] -= w * members * rate;
@@ -432,7 +434,7 @@ impl FlowEngine {
             if rate.is_finite() {
                 let flow = &self.cohorts[f as usize];
                 let members = f64::from(flow.members);
-                for (l, w) in self.incidence.get(flow.links) {
+                for (l, w) in self.groups.links(&self.incidence, f, flow.links) {
                     d.fixed[self.link_mark[l as usize].1 as usize] -= w * members * rate;
                 }
             }
@@ -442,6 +444,7 @@ impl FlowEngine {
             cohorts: &self.cohorts,
             hot: &self.hot,
             incidence: &self.incidence,
+            groups: &self.groups,
             link: &self.link,
             slot: &self.link_mark,
             spill: &self.spill,
@@ -488,6 +491,9 @@ impl FlowEngine {
         }
         for &l in &self.idle_links {
             self.link[l as usize].set_load(now, 0.0);
+        }
+        if self.groups.count() > 0 {
+            self.spread_loads();
         }
     }
 }

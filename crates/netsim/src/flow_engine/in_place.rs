@@ -9,6 +9,7 @@
 //! instead; each link's flows come out in the copy's order (increasing local number), so the
 //! rates are the copy's to the last bit.
 
+use super::groups::Groups;
 use super::{Cohort, FlowHot, Incidence, Link, Spill};
 use crate::maxmin::Problem;
 
@@ -22,6 +23,7 @@ pub(super) struct InPlace<'a> {
     pub cohorts: &'a [Cohort],
     pub hot: &'a [FlowHot],
     pub incidence: &'a Incidence,
+    pub groups: &'a Groups,
     pub link: &'a [Link],
     /// Per link: (the mark of the search that took it, its local number in the component).
     pub slot: &'a [(u32, u32)],
@@ -55,8 +57,11 @@ impl Problem for InPlace<'_> {
     }
 
     fn each_link(&self, f: usize, mut visit: impl FnMut(u32, f64)) {
-        for (l, w) in super::weighted(self.incidence, &self.cohorts[self.flows[f] as usize]) {
-            visit(self.slot[l as usize].1, w);
+        let b = self.flows[f];
+        let cohort = &self.cohorts[b as usize];
+        let members = f64::from(cohort.members);
+        for (l, w) in self.groups.links(self.incidence, b, cohort.links) {
+            visit(self.slot[l as usize].1, w * members);
         }
     }
 

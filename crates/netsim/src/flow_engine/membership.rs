@@ -12,6 +12,7 @@ impl FlowEngine {
         let now = self.now.0;
         let k = f64::from(members);
         let span = self.cohorts[f as usize].links;
+        let counts = self.groups.counts(f);
         for i in 0..span.len as usize {
             let (l, w) = self.incidence.at(span, i);
             let w = w * k;
@@ -34,8 +35,11 @@ impl FlowEngine {
                     link.set_load(now, (link.load() - w * rate).max(0.0));
                 }
             }
-            if saturated {
+            if saturated && !self.groups.folded_away(f, l) {
                 self.dirty_links.push(l);
+            }
+            if counts {
+                self.count_on_port(l, false);
             }
             // The list's last cohort moved to `pos`: its entry for this link says so.
             if let Some(m) = moved {
@@ -48,6 +52,7 @@ impl FlowEngine {
         self.touch_links(f);
         let span = self.cohorts[f as usize].links;
         let k = f64::from(self.cohorts[f as usize].members);
+        let counts = self.groups.counts(f);
         for i in 0..span.len as usize {
             let (l, w) = self.incidence.at(span, i);
             let w = w * k;
@@ -55,6 +60,9 @@ impl FlowEngine {
             let entry = OnLink::new(f, span.ids + i);
             self.incidence.pos[span.ids + i] = link.flows.push(entry, &mut self.spill);
             link.weight += w;
+            if counts {
+                self.count_on_port(l, true);
+            }
         }
         self.dirty_flows.push(f);
     }

@@ -502,6 +502,7 @@ impl FlowEngine {
             self.link[c.rep as usize].capacity = self.twins.solved_capacity(c);
         }
         self.structural = true;
+        self.dissolve_groups();
     }
 
     /// The links of the classes of `kind` (of every kind, for `None`) are solved apart from
@@ -515,6 +516,8 @@ impl FlowEngine {
         if !self.twins.active() {
             return;
         }
+        // The cohorts' paths change: their links outside their groups' ports with them.
+        self.dissolve_groups();
         let stopping = |k: Kind| kind.is_none_or(|stop| stop == k);
         let still_folds = [Kind::Pair, Kind::Trunk]
             .into_iter()
