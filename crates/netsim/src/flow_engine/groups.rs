@@ -36,6 +36,11 @@ pub(super) const NONE: u32 = u32::MAX;
 /// hosts or more. A pipeline send crosses two.
 const MIN_PORTS: usize = 32;
 
+/// And at most this many: a ring over 1,024 hosts. Longer rings are solved rarely (a
+/// benchmark's few channels alone), and a group's upkeep grows with its ports: the sort that
+/// forms it, and every commit's spread of its load (docs/performance.md, "Port groups").
+const MAX_PORTS: usize = 2048;
+
 struct Group {
     /// Its ports, by id.
     ports: Vec<u32>,
@@ -196,7 +201,7 @@ impl FlowEngine {
         let (ids, _) = self.incidence.slices(span);
         gs.ports
             .extend(ids.iter().copied().filter(|&l| gs.port[l as usize]));
-        if gs.ports.len() < MIN_PORTS {
+        if !(MIN_PORTS..=MAX_PORTS).contains(&gs.ports.len()) {
             return NONE;
         }
         gs.ports.sort_unstable();
