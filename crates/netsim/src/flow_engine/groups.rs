@@ -61,10 +61,11 @@ impl Group {
 
 /// The port groups of an engine (module docs).
 pub(super) struct Groups {
-    /// Per link: whether it touches a NIC (a port, or a PCIe link into one).
-    port: Vec<bool>,
+    /// Per link, a bit: whether it touches a NIC (a port, or a PCIe link into one).
+    port: Vec<u64>,
     /// Per link: the group that owns it, or `NONE`; and how many cohorts not of that group
-    /// cross it.
+    /// cross it. Allocated when the first group forms: runs with none never touch them.
+    links: usize,
     owner: Vec<u32>,
     foreign: Vec<u32>,
     list: Vec<Group>,
@@ -86,16 +87,18 @@ pub(super) struct Groups {
 impl Groups {
     pub fn new(topo: &Topology) -> Groups {
         let nic = |n| topo.kind(n) == NodeKind::Nic;
-        let port = topo
-            .links()
-            .iter()
-            .map(|l| nic(l.src) || nic(l.dst))
-            .collect();
         let n = topo.link_count();
+        let mut port = vec![0u64; n.div_ceil(64)];
+        for (i, l) in topo.links().iter().enumerate() {
+            if nic(l.src) || nic(l.dst) {
+                port[i / 64] |= 1 << (i % 64);
+            }
+        }
         Groups {
             port,
-            owner: vec![NONE; n],
-            foreign: vec![0; n],
+            links: n,
+            owner: Vec::new(),
+            foreign: Vec::new(),
             list: Vec::new(),
             by_ports: FxHashMap::default(),
             of: Vec::new(),
@@ -199,8 +202,11 @@ impl FlowEngine {
         }
         gs.ports.clear();
         let (ids, _) = self.incidence.slices(span);
-        gs.ports
-            .extend(ids.iter().copied().filter(|&l| gs.port[l as usize]));
+        gs.ports.extend(
+            ids.iter()
+                .copied()
+                .filter(|&l| gs.port[l as usize / 64] >> (l % 64) & 1 == 1),
+        );
         if !(MIN_PORTS..=MAX_PORTS).contains(&gs.ports.len()) {
             return NONE;
         }
@@ -221,6 +227,10 @@ impl FlowEngine {
             };
         }
         // A new group: its ports belong to no other, with one capacity.
+        if gs.owner.is_empty() {
+            gs.owner = vec![NONE; gs.links];
+            gs.foreign = vec![0; gs.links];
+        }
         let capacity = self.link[gs.ports[0] as usize].capacity.to_bits();
         if gs.ports.iter().any(|&l| {
             gs.owner[l as usize] != NONE || self.link[l as usize].capacity.to_bits() != capacity
