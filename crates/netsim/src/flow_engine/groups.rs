@@ -9,14 +9,14 @@
 //! of a large training job take in such rings by the dozen, and those ports were three fifths
 //! of the link entries they solved (docs/performance.md).
 //!
-//! So a cohort whose path crosses at least [`MIN_PORTS`] ports joins the *group* of exactly
-//! those ports (formed by the first such cohort, if none of the ports belongs to another), and
-//! the re-solve reads its path as its links outside the group, plus the group's *solved
-//! ports*: one clean port, the representative, and every port that another flow crosses too
-//! (a pipeline send, another ring), each solved as a link of its own while it does. The other
-//! clean ports take the representative's load when a solve commits it. Attaching and detaching
-//! cohorts counts, per port, the cohorts on it that are not of its group: a port turns dirty at
-//! one and clean again at none.
+//! So a cohort whose path crosses [`MIN_PORTS`] to [`MAX_PORTS`] ports joins the *group* of
+//! exactly those ports (formed by the first such cohort, if none of the ports belongs to another
+//! and all have one capacity), and the re-solve reads its path as its links outside the
+//! group, plus the group's *solved ports*: one clean port, the representative, and every port
+//! that another flow crosses too (a pipeline send, another ring), each solved as a link of its
+//! own while it does. The other clean ports take the representative's load when a solve
+//! commits it. Attaching and detaching cohorts counts, per port, the cohorts on it that are not
+//! of its group: a port turns dirty at one and clean again at none.
 //!
 //! Reports read every link as before: cohorts keep their whole paths for the bytes they carry
 //! and for their links' lists. A capacity change or a reroute (a structural change), or twin
