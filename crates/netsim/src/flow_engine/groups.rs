@@ -71,9 +71,11 @@ pub(super) struct Groups {
     list: Vec<Group>,
     /// A group by the hash of its sorted ports (compared before it is joined).
     by_ports: FxHashMap<u64, u32>,
-    /// Per cohort: its group or `NONE`, and its links outside the group's ports.
+    /// Per cohort up to the last that joined a group: its place in `members`, or `NONE`
+    /// (cohorts after it are in none: a run without groups keeps nothing per cohort).
     of: Vec<u32>,
-    own: Vec<Span>,
+    /// Per cohort in a group: the group, and its links outside the group's ports.
+    members: Vec<(u32, Span)>,
     /// Scratch: a path's ports, sorted.
     ports: Vec<u32>,
     /// Scratch: a path's links outside its ports.
@@ -102,7 +104,7 @@ impl Groups {
             list: Vec::new(),
             by_ports: FxHashMap::default(),
             of: Vec::new(),
-            own: Vec::new(),
+            members: Vec::new(),
             ports: Vec::new(),
             rest: Vec::new(),
             spreads: 0,
@@ -117,30 +119,34 @@ impl Groups {
         f: u32,
         span: Span,
     ) -> impl Iterator<Item = (u32, f64)> + 'a {
-        let g = self.of[f as usize];
-        let (span, solved): (Span, &[u32]) = if g == NONE {
-            (span, &[])
-        } else {
-            (self.own[f as usize], &self.list[g as usize].solved)
+        let (span, solved): (Span, &[u32]) = match self.member(f) {
+            None => (span, &[]),
+            Some((g, own)) => (own, &self.list[g as usize].solved),
         };
         incidence.get(span).chain(solved.iter().map(|&l| (l, 1.0)))
     }
 
+    /// `f`'s group and its links outside the group's ports, if it is in one.
+    fn member(&self, f: u32) -> Option<(u32, Span)> {
+        match self.of.get(f as usize) {
+            Some(&m) if m != NONE => Some(self.members[m as usize]),
+            _ => None,
+        }
+    }
+
     /// How many links [`Self::links`] gives.
     pub fn solved_len(&self, f: u32, span: Span) -> usize {
-        match self.of[f as usize] {
-            NONE => span.len as usize,
-            g => self.own[f as usize].len as usize + self.list[g as usize].solved.len(),
+        match self.member(f) {
+            None => span.len as usize,
+            Some((g, own)) => own.len as usize + self.list[g as usize].solved.len(),
         }
     }
 
     /// The `j`-th link [`Self::links`] gives.
     pub fn solved_nth(&self, incidence: &Incidence, f: u32, span: Span, j: usize) -> u32 {
-        let g = self.of[f as usize];
-        if g == NONE {
+        let Some((g, own)) = self.member(f) else {
             return incidence.ids[span.ids + j];
-        }
-        let own = self.own[f as usize];
+        };
         match j.checked_sub(own.len as usize) {
             None => incidence.ids[own.ids + j],
             Some(i) => self.list[g as usize].solved[i],
@@ -150,17 +156,17 @@ impl Groups {
     /// Whether `l` is a clean port of `f`'s group other than its representative: a port the
     /// re-solve does not read for `f`.
     pub fn folded_away(&self, f: u32, l: u32) -> bool {
-        let g = self.of[f as usize];
-        g != NONE
-            && self.owner[l as usize] == g
-            && self.foreign[l as usize] == 0
-            && self.list[g as usize].rep() != Some(l)
+        self.member(f).is_some_and(|(g, _)| {
+            self.owner[l as usize] == g
+                && self.foreign[l as usize] == 0
+                && self.list[g as usize].rep() != Some(l)
+        })
     }
 
     /// Whether attaching or detaching `f` can change a port's count: some group exists, and
     /// `f` is in none (a group's cohort crosses only its own group's ports).
     pub fn counts(&self, f: u32) -> bool {
-        !self.list.is_empty() && self.of[f as usize] == NONE
+        !self.list.is_empty() && self.member(f).is_none()
     }
 
     /// How many groups are in force.
@@ -173,12 +179,11 @@ impl FlowEngine {
     /// Places cohort `f` (just pushed, not attached yet; its twin-folded path at `span`) into
     /// the group of its ports, formed if new, or into none.
     pub(super) fn group(&mut self, f: u32, span: Span) {
-        debug_assert_eq!(self.groups.of.len(), f as usize);
         let g = self.group_of(span);
-        self.groups.of.push(g);
-        let own = if g == NONE {
-            span
-        } else {
+        if g == NONE {
+            return;
+        }
+        let own = {
             let gs = &mut self.groups;
             gs.rest.clear();
             gs.rest.extend(
@@ -192,7 +197,12 @@ impl FlowEngine {
             self.groups.rest = rest;
             own
         };
-        self.groups.own.push(own);
+        let gs = &mut self.groups;
+        if gs.of.len() <= f as usize {
+            gs.of.resize(f as usize + 1, NONE);
+        }
+        gs.of[f as usize] = gs.members.len() as u32;
+        gs.members.push((g, own));
     }
 
     fn group_of(&mut self, span: Span) -> u32 {
@@ -202,11 +212,9 @@ impl FlowEngine {
         }
         gs.ports.clear();
         let (ids, _) = self.incidence.slices(span);
-        gs.ports.extend(
-            ids.iter()
-                .copied()
-                .filter(|&l| gs.port[l as usize / 64] >> (l % 64) & 1 == 1),
-        );
+        let port = &gs.port;
+        gs.ports
+            .extend(ids.iter().copied().filter(|&l| is_port(port, l)));
         if !(MIN_PORTS..=MAX_PORTS).contains(&gs.ports.len()) {
             return NONE;
         }
@@ -266,6 +274,10 @@ impl FlowEngine {
     /// the first such cohort and clean with the last.
     pub(super) fn count_on_port(&mut self, l: u32, on: bool) {
         let gs = &mut self.groups;
+        // The bit first: it is in cache, where the owner of a link off any NIC is a miss.
+        if !is_port(&gs.port, l) {
+            return;
+        }
         let g = gs.owner[l as usize];
         if g == NONE {
             return;
@@ -322,10 +334,9 @@ impl FlowEngine {
         }
         let (now, spread) = (self.now.0, gs.spreads);
         for &f in &self.comp_flows {
-            let g = self.groups.of[f as usize];
-            if g == NONE {
+            let Some((g, _)) = self.groups.member(f) else {
                 continue;
-            }
+            };
             let group = &mut self.groups.list[g as usize];
             if group.stamp == spread {
                 continue;
@@ -356,7 +367,8 @@ impl FlowEngine {
             }
         }
         gs.by_ports.clear();
-        gs.of.fill(NONE);
+        gs.of.clear();
+        gs.members.clear();
     }
 
     /// Solves every NIC port on its own, as without groups: the same rates, for tests.
@@ -364,4 +376,9 @@ impl FlowEngine {
         self.dissolve_groups();
         self.groups.enabled = false;
     }
+}
+
+/// Whether link `l` touches a NIC, in [`Groups::port`]'s bits.
+fn is_port(port: &[u64], l: u32) -> bool {
+    port[l as usize / 64] >> (l % 64) & 1 == 1
 }
