@@ -63,9 +63,10 @@ impl Group {
 pub(super) struct Groups {
     /// Per link, a bit: whether it touches a NIC (a port, or a PCIe link into one).
     port: Vec<u64>,
+    /// The fabric's links.
+    links: usize,
     /// Per link: the group that owns it, or `NONE`; and how many cohorts not of that group
     /// cross it. Allocated when the first group forms: runs with none never touch them.
-    links: usize,
     owner: Vec<u32>,
     foreign: Vec<u32>,
     list: Vec<Group>,
@@ -183,20 +184,15 @@ impl FlowEngine {
         if g == NONE {
             return;
         }
-        let own = {
-            let gs = &mut self.groups;
-            gs.rest.clear();
-            gs.rest.extend(
-                self.incidence
-                    .get(span)
-                    .filter(|&(l, _)| gs.owner[l as usize] != g)
-                    .map(|(l, w)| (fabricsim_topology::LinkId(l), w)),
-            );
-            let rest = std::mem::take(&mut gs.rest);
-            let own = self.incidence.push(&rest);
-            self.groups.rest = rest;
-            own
-        };
+        let gs = &mut self.groups;
+        gs.rest.clear();
+        gs.rest.extend(
+            self.incidence
+                .get(span)
+                .filter(|&(l, _)| gs.owner[l as usize] != g)
+                .map(|(l, w)| (fabricsim_topology::LinkId(l), w)),
+        );
+        let own = self.incidence.push(&self.groups.rest);
         let gs = &mut self.groups;
         if gs.of.len() <= f as usize {
             gs.of.resize(f as usize + 1, NONE);
@@ -293,12 +289,8 @@ impl FlowEngine {
             if group.rep() == Some(l) {
                 group.solved.remove(0);
                 group.has_rep = false;
-                let (owner, foreign) = (&gs.owner, &gs.foreign);
-                if let Some(&rep) = group
-                    .ports
-                    .iter()
-                    .find(|&&p| owner[p as usize] == g && foreign[p as usize] == 0)
-                {
+                let foreign = &gs.foreign;
+                if let Some(&rep) = group.ports.iter().find(|&&p| foreign[p as usize] == 0) {
                     group.solved.insert(0, rep);
                     group.has_rep = true;
                 }
