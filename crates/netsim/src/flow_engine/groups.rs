@@ -63,8 +63,8 @@ impl Group {
 pub(super) struct Groups {
     /// Per link, a bit: whether it touches a NIC (a port, or a PCIe link into one).
     port: Vec<u64>,
-    /// The fabric's links.
-    links: usize,
+    /// How many links the fabric has (the length of the per-link tables).
+    link_count: usize,
     /// Per link: the group that owns it, or `NONE`; and how many cohorts not of that group
     /// cross it. Allocated when the first group forms: runs with none never touch them.
     owner: Vec<u32>,
@@ -99,7 +99,7 @@ impl Groups {
         }
         Groups {
             port,
-            links: n,
+            link_count: n,
             owner: Vec::new(),
             foreign: Vec::new(),
             list: Vec::new(),
@@ -232,8 +232,8 @@ impl FlowEngine {
         }
         // A new group: its ports belong to no other, with one capacity.
         if gs.owner.is_empty() {
-            gs.owner = vec![NONE; gs.links];
-            gs.foreign = vec![0; gs.links];
+            gs.owner = vec![NONE; gs.link_count];
+            gs.foreign = vec![0; gs.link_count];
         }
         let capacity = self.link[gs.ports[0] as usize].capacity.to_bits();
         if gs.ports.iter().any(|&l| {
