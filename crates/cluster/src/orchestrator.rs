@@ -33,6 +33,7 @@ use fabricsim_workload::OpKind;
 
 use crate::control::{LinkEvent, Recompute, ResolvedEvent, TeController, Trigger};
 use crate::job::JobSpec;
+use crate::p2p::Met;
 use crate::stats::{CommScope, Detail, JobStats, Lane, Slice};
 pub use crate::symmetry::SymmetryUse;
 
@@ -542,19 +543,13 @@ impl<'t> Orchestrator<'t> {
             }
             OpKind::Recv { peer, tag, .. } => {
                 let m = job.p2p.mailbox(r, peer);
-                let i = job.p2p.find(m, tag);
-                let slot = job.p2p.entry(m, i);
-                if slot.arrived > 0 {
-                    // The data is already here.
-                    slot.arrived -= 1;
-                    job.p2p.tidy(m, i);
-                    self.complete(j, r, op, t);
-                } else if let Some(id) = slot.inflight.pop_front() {
-                    job.p2p.tidy(m, i);
-                    self.transfers[id as usize].recv = Some((op, t));
-                    job.ranks[r as usize].comm_began(t, CommScope::Pp);
-                } else {
-                    slot.recvs.push_back((op, t));
+                match job.p2p.recv(m, tag, op, t) {
+                    Met::Arrived => self.complete(j, r, op, t),
+                    Met::Inflight(id) => {
+                        self.transfers[id as usize].recv = Some((op, t));
+                        job.ranks[r as usize].comm_began(t, CommScope::Pp);
+                    }
+                    Met::Posted => {}
                 }
             }
         }

@@ -3,66 +3,123 @@
 
 use std::collections::HashMap;
 
-use smallvec::SmallVec;
-
 use fabricsim_workload::Workload;
 
-/// A first-in first-out list with one entry kept inline: a slot's lists hold one entry or
-/// none nearly always, and a heap buffer each cost an allocation and a cache miss per send
-/// and receive. Short, so taking the first shifts the rest.
-pub(crate) struct Fifo<T>(SmallVec<[T; 1]>);
-
-impl<T> Default for Fifo<T> {
-    fn default() -> Self {
-        Fifo(SmallVec::new())
-    }
+/// What waits in a mailbox under one tag.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    /// A receive posted before its data was sent: its op, and `at` the time it was posted.
+    Recv,
+    /// A transfer under way that no receive has claimed yet: its id.
+    Inflight,
+    /// Data that arrived before its receive was posted.
+    Arrived,
 }
 
-impl<T: PartialEq> Fifo<T> {
-    pub(crate) fn push_back(&mut self, x: T) {
-        self.0.push(x);
-    }
+/// One thing a mailbox holds: 24 bytes. A pipeline posts every receive of its schedule at the
+/// start, so a run holds millions of these at once (the Llama 3 405B, 2.1 million).
+#[derive(Clone, Copy, Debug)]
+struct Item {
+    tag: u64,
+    at: u64,
+    /// The receive's op, or the transfer's id.
+    what: u32,
+    kind: Kind,
+}
 
-    pub(crate) fn pop_front(&mut self) -> Option<T> {
-        (!self.0.is_empty()).then(|| self.0.remove(0))
-    }
+/// What a receive posted meets.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Met {
+    /// Its data, already here.
+    Arrived,
+    /// The transfer under way that carries it.
+    Inflight(u32),
+    /// Nothing yet: it waits in the mailbox.
+    Posted,
+}
 
-    pub(crate) fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
+/// What one (sender, receiver) pair has not matched, in the order it came. Items of one tag
+/// meet first come first served, and a tag rarely holds two at once (`repeated` says whether
+/// it may): then the one item of a tag is the one found searching from the newest, which is
+/// where a pipeline's sends meet their receives, posted in the schedule's reverse order.
+#[derive(Default)]
+struct Mailbox {
+    items: Vec<Item>,
+    repeated: bool,
+}
 
-    /// Removes the first entry equal to `x`, if any.
-    pub(crate) fn remove_item(&mut self, x: &T) {
-        if let Some(pos) = self.0.iter().position(|y| y == x) {
-            self.0.remove(pos);
+impl Mailbox {
+    /// The oldest item of `tag` that `take` accepts, by its place.
+    fn oldest(&self, tag: u64, take: impl Fn(&Item) -> bool) -> Option<usize> {
+        if self.repeated {
+            self.items.iter().position(|i| i.tag == tag && take(i))
+        } else {
+            // The tag's only item, if any.
+            let i = self.items.iter().rposition(|i| i.tag == tag)?;
+            take(&self.items[i]).then_some(i)
         }
     }
-}
 
-/// Sends and receives of one (source, destination, tag), matched first come first served.
-#[derive(Default)]
-pub(crate) struct P2pSlot {
-    pub(crate) tag: u64,
-    /// Receives posted before their data was sent: (op, time).
-    pub(crate) recvs: Fifo<(u32, u64)>,
-    /// Transfers under way that no receive has claimed yet.
-    pub(crate) inflight: Fifo<u32>,
-    /// Data that arrived before its receive was posted (buffered), count.
-    pub(crate) arrived: u32,
-}
-
-impl P2pSlot {
-    fn is_empty(&self) -> bool {
-        self.recvs.is_empty() && self.inflight.is_empty() && self.arrived == 0
+    fn take(&mut self, i: usize) -> Item {
+        let item = self.items.remove(i);
+        if self.items.is_empty() {
+            self.repeated = false;
+        }
+        item
     }
-}
 
-/// A mailbox's entries with their tags kept apart: a mailbox holds tens of entries (a
-/// pipeline's microbatches in flight), and every send and receive finds its entry by tag.
-#[derive(Default)]
-pub(crate) struct Mailbox {
-    tags: Vec<u64>,
-    pub(crate) entries: Vec<P2pSlot>,
+    /// Adds `item`, noting whether its tag holds another.
+    fn add(&mut self, item: Item) {
+        if !self.repeated && self.items.iter().any(|i| i.tag == item.tag) {
+            self.repeated = true;
+        }
+        self.items.push(item);
+    }
+
+    /// A receive of `op` posted at `at`: what it meets, taken out of the mailbox.
+    fn recv(&mut self, tag: u64, op: u32, at: u64) -> Met {
+        if let Some(i) = self.oldest(tag, |i| i.kind == Kind::Arrived) {
+            self.take(i);
+            return Met::Arrived;
+        }
+        if let Some(i) = self.oldest(tag, |i| i.kind == Kind::Inflight) {
+            return Met::Inflight(self.take(i).what);
+        }
+        self.add(Item {
+            tag,
+            at,
+            what: op,
+            kind: Kind::Recv,
+        });
+        Met::Posted
+    }
+
+    /// Transfer `id` sent: the receive it meets (op, time posted), taken out of the mailbox,
+    /// or the transfer waits in it.
+    fn send(&mut self, tag: u64, id: u32) -> Option<(u32, u64)> {
+        if let Some(i) = self.oldest(tag, |i| i.kind == Kind::Recv) {
+            let item = self.take(i);
+            return Some((item.what, item.at));
+        }
+        self.add(Item {
+            tag,
+            at: 0,
+            what: id,
+            kind: Kind::Inflight,
+        });
+        None
+    }
+
+    /// Transfer `id`, waiting in the mailbox, has arrived.
+    fn arrived(&mut self, id: u32) {
+        if let Some(i) = self
+            .items
+            .iter_mut()
+            .find(|i| i.kind == Kind::Inflight && i.what == id)
+        {
+            i.kind = Kind::Arrived;
+        }
+    }
 }
 
 /// Point-to-point matching without a hash map: a *mailbox* per (receiver, sender) pair that
@@ -76,9 +133,9 @@ pub(crate) struct P2p {
     /// Per (rank, peer slot): the peer's mailbox for what this rank sends it, if the peer ever
     /// receives from this rank.
     outbox: Vec<Option<usize>>,
-    pub(crate) mailboxes: Vec<Mailbox>,
+    mailboxes: Vec<Mailbox>,
     /// Per mailbox: (sender, receiver).
-    pub(crate) ends: Vec<(u32, u32)>,
+    ends: Vec<(u32, u32)>,
 }
 
 impl P2p {
@@ -117,6 +174,11 @@ impl P2p {
         }
     }
 
+    /// How many mailboxes there are, numbered from 0.
+    pub(crate) fn len(&self) -> usize {
+        self.mailboxes.len()
+    }
+
     /// The mailbox where rank `r` receives from its peer slot `slot`.
     pub(crate) fn mailbox(&self, r: u32, slot: u16) -> usize {
         self.inbox[self.base[r as usize] + usize::from(slot)]
@@ -127,62 +189,159 @@ impl P2p {
         self.outbox[self.base[r as usize] + usize::from(slot)]
     }
 
-    /// Where the entry for `tag` lies in mailbox `m`, added if new. Searched from the newest:
-    /// a pipeline's mailbox holds the receives posted for the microbatches ahead, and a send
-    /// or receive nearly always meets the entry added last. That one is checked in the entries
-    /// themselves, which the caller reads next, so that the common case leaves the tags unread.
-    pub(crate) fn find(&mut self, m: usize, tag: u64) -> usize {
-        let mailbox = &mut self.mailboxes[m];
-        if mailbox.entries.last().is_some_and(|e| e.tag == tag) {
-            return mailbox.entries.len() - 1;
-        }
-        mailbox
-            .tags
-            .iter()
-            .rposition(|&t| t == tag)
-            .unwrap_or_else(|| {
-                mailbox.tags.push(tag);
-                mailbox.entries.push(P2pSlot {
-                    tag,
-                    ..P2pSlot::default()
-                });
-                mailbox.tags.len() - 1
+    /// A receive of `op` posted at `t` to mailbox `m`: what it meets.
+    pub(crate) fn recv(&mut self, m: usize, tag: u64, op: u32, t: u64) -> Met {
+        self.mailboxes[m].recv(tag, op, t)
+    }
+
+    /// Transfer `id` sent to mailbox `m`: the receive it meets, (op, time posted), if posted.
+    pub(crate) fn send(&mut self, m: usize, tag: u64, id: u32) -> Option<(u32, u64)> {
+        self.mailboxes[m].send(tag, id)
+    }
+
+    /// Transfer `id`, unclaimed in mailbox `m`, has arrived: a receive takes it at once.
+    pub(crate) fn arrived(&mut self, m: usize, id: u32) {
+        self.mailboxes[m].arrived(id);
+    }
+
+    /// The receives posted that no send has met: (sender, receiver, tag), each once.
+    pub(crate) fn waiting(&self) -> Vec<(u32, u32, u64)> {
+        let mut out: Vec<_> = (self.ends.iter().zip(&self.mailboxes))
+            .flat_map(|(&(src, dst), mailbox)| {
+                (mailbox.items.iter())
+                    .filter(|i| i.kind == Kind::Recv)
+                    .map(move |i| (src, dst, i.tag))
             })
-    }
-
-    /// Entry `i` of mailbox `m` (see [`Self::find`]).
-    pub(crate) fn entry(&mut self, m: usize, i: usize) -> &mut P2pSlot {
-        &mut self.mailboxes[m].entries[i]
-    }
-
-    /// Drops entry `i` of mailbox `m` if nothing is left in it; the last entry takes its place.
-    pub(crate) fn tidy(&mut self, m: usize, i: usize) {
-        let mailbox = &mut self.mailboxes[m];
-        if mailbox.entries[i].is_empty() {
-            mailbox.tags.swap_remove(i);
-            mailbox.entries.swap_remove(i);
-        }
+            .collect();
+        out.sort_unstable();
+        out.dedup();
+        out
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::collections::{BTreeMap, VecDeque};
+
+    use proptest::prelude::*;
+
     use super::*;
 
+    /// The matching rules, one tag at a time: receives and transfers each first come first
+    /// served, arrived data taken before a transfer under way.
+    #[derive(Default)]
+    struct Reference {
+        recvs: BTreeMap<u64, VecDeque<(u32, u64)>>,
+        inflight: BTreeMap<u64, VecDeque<u32>>,
+        arrived: BTreeMap<u64, u32>,
+    }
+
+    impl Reference {
+        fn recv(&mut self, tag: u64, op: u32, t: u64) -> Met {
+            let arrived = self.arrived.entry(tag).or_default();
+            if *arrived > 0 {
+                *arrived -= 1;
+                return Met::Arrived;
+            }
+            match self.inflight.entry(tag).or_default().pop_front() {
+                Some(id) => Met::Inflight(id),
+                None => {
+                    self.recvs.entry(tag).or_default().push_back((op, t));
+                    Met::Posted
+                }
+            }
+        }
+
+        fn send(&mut self, tag: u64, id: u32) -> Option<(u32, u64)> {
+            let recv = self.recvs.entry(tag).or_default().pop_front();
+            if recv.is_none() {
+                self.inflight.entry(tag).or_default().push_back(id);
+            }
+            recv
+        }
+
+        fn arrived(&mut self, tag: u64, id: u32) {
+            let waiting = self.inflight.entry(tag).or_default();
+            waiting.retain(|&x| x != id);
+            *self.arrived.entry(tag).or_default() += 1;
+        }
+    }
+
+    #[derive(Clone, Debug)]
+    enum Step {
+        Recv(u64),
+        Send(u64),
+        /// The n-th transfer still unclaimed (modulo their number) arrives.
+        Arrive(usize),
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            (0u64..4).prop_map(Step::Recv),
+            (0u64..4).prop_map(Step::Send),
+            (0usize..8).prop_map(Step::Arrive),
+        ]
+    }
+
+    proptest! {
+        /// Any order of receives, sends and arrivals, with tags repeated or not, meets as the
+        /// rules say: the same receive for each send, the same transfer or data for each
+        /// receive, and the same receives left waiting.
+        #[test]
+        fn a_mailbox_meets_as_the_rules_per_tag_do(steps in prop::collection::vec(step(), 0..60)) {
+            let (mut mailbox, mut reference) = (Mailbox::default(), Reference::default());
+            let mut unclaimed: Vec<(u64, u32)> = Vec::new();
+            for (n, s) in steps.into_iter().enumerate() {
+                let n = n as u32;
+                match s {
+                    Step::Recv(tag) => {
+                        let met = mailbox.recv(tag, n, u64::from(n) * 10);
+                        prop_assert_eq!(met, reference.recv(tag, n, u64::from(n) * 10));
+                        if let Met::Inflight(id) = met {
+                            unclaimed.retain(|&(_, x)| x != id);
+                        }
+                    }
+                    Step::Send(tag) => {
+                        let met = mailbox.send(tag, n);
+                        prop_assert_eq!(met, reference.send(tag, n));
+                        if met.is_none() {
+                            unclaimed.push((tag, n));
+                        }
+                    }
+                    Step::Arrive(k) if !unclaimed.is_empty() => {
+                        let (tag, id) = unclaimed.remove(k % unclaimed.len());
+                        mailbox.arrived(id);
+                        reference.arrived(tag, id);
+                    }
+                    Step::Arrive(_) => {}
+                }
+            }
+            let mut left: Vec<(u64, u32, u64)> = (mailbox.items.iter())
+                .filter(|i| i.kind == Kind::Recv)
+                .map(|i| (i.tag, i.what, i.at))
+                .collect();
+            left.sort_unstable();
+            let expected: Vec<(u64, u32, u64)> = (reference.recvs.iter())
+                .flat_map(|(&tag, q)| q.iter().map(move |&(op, t)| (tag, op, t)))
+                .collect();
+            prop_assert_eq!(left, expected);
+        }
+    }
+
+    /// A pipeline posts its receives at the start, in its schedule's reverse order, and its
+    /// peer sends in the schedule's order: every send meets the newest item, and no tag is
+    /// ever held twice.
     #[test]
-    fn a_fifo_gives_back_in_order_and_drops_the_entry_named() {
-        let mut q = Fifo::default();
-        assert!(q.is_empty() && q.pop_front().is_none());
-        for x in [3u32, 1, 4, 1, 5] {
-            q.push_back(x);
+    fn a_pipelines_sends_meet_the_newest_receive() {
+        let mut mailbox = Mailbox::default();
+        for tag in (0..64).rev() {
+            assert_eq!(mailbox.recv(tag, tag as u32, 0), Met::Posted);
         }
-        q.remove_item(&1);
-        q.remove_item(&9);
-        let mut out = Vec::new();
-        while let Some(x) = q.pop_front() {
-            out.push(x);
+        for tag in 0..64 {
+            assert_eq!(mailbox.items.last().map(|i| i.tag), Some(tag));
+            assert_eq!(mailbox.send(tag, 100 + tag as u32), Some((tag as u32, 0)));
+            assert!(!mailbox.repeated);
         }
-        assert_eq!(out, [3, 4, 1, 5]);
-        assert!(q.is_empty());
+        assert!(mailbox.items.is_empty());
     }
 }

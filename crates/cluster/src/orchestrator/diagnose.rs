@@ -77,16 +77,7 @@ impl Orchestrator<'_> {
                 }
             }
         }
-        let mut waiting: Vec<P2pKey> = Vec::new();
-        for (m, &(src, dst)) in job.p2p.ends.iter().enumerate() {
-            for entry in &job.p2p.mailboxes[m].entries {
-                if !entry.recvs.is_empty() {
-                    waiting.push((src, dst, entry.tag));
-                }
-            }
-        }
-        waiting.sort_unstable();
-        for (src, dst, tag) in waiting.into_iter().take(4) {
+        for (src, dst, tag) in job.p2p.waiting().into_iter().take(4) {
             out.push(format!(
                 "rank {dst}'s receive ({src} -> {dst}, tag {tag}) has no send"
             ));

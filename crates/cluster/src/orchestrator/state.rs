@@ -664,7 +664,7 @@ impl JobState {
         let alone = options.lone_ranks || orbits.is_some();
         let gangs = super::gang::Gangs::new(&spec, &index, &counters, trace_ranks, alone);
         JobState {
-            placements: vec![None; p2p.mailboxes.len()],
+            placements: vec![None; p2p.len()],
             index,
             counters,
             remaining,

@@ -26,16 +26,7 @@ impl Orchestrator<'_> {
         };
         // A receiver that never receives from this sender has no mailbox for it: the data
         // arrives and nobody waits for it.
-        let recv = mailbox.and_then(|m| {
-            let i = job.p2p.find(m, key.2);
-            let slot = job.p2p.entry(m, i);
-            let recv = slot.recvs.pop_front();
-            if recv.is_none() {
-                slot.inflight.push_back(id);
-            }
-            job.p2p.tidy(m, i);
-            recv
-        });
+        let recv = mailbox.and_then(|m| job.p2p.send(m, key.2, id));
         let receiver = recv.map(|_| key.1);
         if let Some(r) = receiver {
             self.split_rank(j, r);
@@ -114,10 +105,7 @@ impl Orchestrator<'_> {
             }
             None => {
                 if let Some(m) = mailbox {
-                    let i = job.p2p.find(m, key.2);
-                    let slot = job.p2p.entry(m, i);
-                    slot.inflight.remove_item(&id);
-                    slot.arrived += 1;
+                    job.p2p.arrived(m, id);
                 }
             }
         }
