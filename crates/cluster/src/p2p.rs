@@ -49,15 +49,16 @@ struct Mailbox {
 }
 
 impl Mailbox {
-    /// The oldest item of `tag` that `take` accepts, by its place.
-    fn oldest(&self, tag: u64, take: impl Fn(&Item) -> bool) -> Option<usize> {
-        if self.repeated {
-            self.items.iter().position(|i| i.tag == tag && take(i))
-        } else {
-            // The tag's only item, if any.
-            let i = self.items.iter().rposition(|i| i.tag == tag)?;
-            take(&self.items[i]).then_some(i)
-        }
+    /// The item of `tag`, while no tag holds two: one pass from the newest.
+    fn only(&self, tag: u64) -> Option<usize> {
+        self.items.iter().rposition(|i| i.tag == tag)
+    }
+
+    /// The oldest item of `tag` and `kind`.
+    fn oldest(&self, tag: u64, kind: Kind) -> Option<usize> {
+        self.items
+            .iter()
+            .position(|i| i.tag == tag && i.kind == kind)
     }
 
     fn take(&mut self, i: usize) -> Item {
@@ -68,46 +69,63 @@ impl Mailbox {
         item
     }
 
-    /// Adds `item`, noting whether its tag holds another.
-    fn add(&mut self, item: Item) {
-        if !self.repeated && self.items.iter().any(|i| i.tag == item.tag) {
-            self.repeated = true;
-        }
-        self.items.push(item);
-    }
-
-    /// A receive of `op` posted at `at`: what it meets, taken out of the mailbox.
+    /// A receive of `op` posted at `at`: what it meets (data arrived before a transfer under
+    /// way), taken out of the mailbox.
     fn recv(&mut self, tag: u64, op: u32, at: u64) -> Met {
-        if let Some(i) = self.oldest(tag, |i| i.kind == Kind::Arrived) {
-            self.take(i);
-            return Met::Arrived;
+        let found = if self.repeated {
+            (self.oldest(tag, Kind::Arrived)).or_else(|| self.oldest(tag, Kind::Inflight))
+        } else {
+            match self.only(tag) {
+                Some(i) if self.items[i].kind == Kind::Recv => {
+                    // Its tag will hold two receives.
+                    self.repeated = true;
+                    None
+                }
+                found => found,
+            }
+        };
+        let Some(i) = found else {
+            self.items.push(Item {
+                tag,
+                at,
+                what: op,
+                kind: Kind::Recv,
+            });
+            return Met::Posted;
+        };
+        let item = self.take(i);
+        match item.kind {
+            Kind::Arrived => Met::Arrived,
+            _ => Met::Inflight(item.what),
         }
-        if let Some(i) = self.oldest(tag, |i| i.kind == Kind::Inflight) {
-            return Met::Inflight(self.take(i).what);
-        }
-        self.add(Item {
-            tag,
-            at,
-            what: op,
-            kind: Kind::Recv,
-        });
-        Met::Posted
     }
 
     /// Transfer `id` sent: the receive it meets (op, time posted), taken out of the mailbox,
     /// or the transfer waits in it.
     fn send(&mut self, tag: u64, id: u32) -> Option<(u32, u64)> {
-        if let Some(i) = self.oldest(tag, |i| i.kind == Kind::Recv) {
-            let item = self.take(i);
-            return Some((item.what, item.at));
-        }
-        self.add(Item {
-            tag,
-            at: 0,
-            what: id,
-            kind: Kind::Inflight,
-        });
-        None
+        let found = if self.repeated {
+            self.oldest(tag, Kind::Recv)
+        } else {
+            match self.only(tag) {
+                Some(i) if self.items[i].kind != Kind::Recv => {
+                    // Its tag will hold two transfers.
+                    self.repeated = true;
+                    None
+                }
+                found => found,
+            }
+        };
+        let Some(i) = found else {
+            self.items.push(Item {
+                tag,
+                at: 0,
+                what: id,
+                kind: Kind::Inflight,
+            });
+            return None;
+        };
+        let item = self.take(i);
+        Some((item.what, item.at))
     }
 
     /// Transfer `id`, waiting in the mailbox, has arrived.
