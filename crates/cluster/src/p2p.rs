@@ -27,6 +27,8 @@ struct Item {
     kind: Kind,
 }
 
+const _: () = assert!(std::mem::size_of::<Item>() == 24);
+
 /// What a receive posted meets.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Met {
@@ -49,9 +51,15 @@ struct Mailbox {
 }
 
 impl Mailbox {
-    /// The item of `tag`, while no tag holds two: one pass from the newest.
-    fn only(&self, tag: u64) -> Option<usize> {
-        self.items.iter().rposition(|i| i.tag == tag)
+    /// While no tag holds two items: the item of `tag`, found in one pass from the newest, if
+    /// `meets` its kind. One it does not meet stays, and the tag will hold two.
+    fn only(&mut self, tag: u64, meets: impl Fn(Kind) -> bool) -> Option<usize> {
+        let i = self.items.iter().rposition(|i| i.tag == tag)?;
+        if meets(self.items[i].kind) {
+            return Some(i);
+        }
+        self.repeated = true;
+        None
     }
 
     /// The oldest item of `tag` and `kind`.
@@ -75,14 +83,7 @@ impl Mailbox {
         let found = if self.repeated {
             (self.oldest(tag, Kind::Arrived)).or_else(|| self.oldest(tag, Kind::Inflight))
         } else {
-            match self.only(tag) {
-                Some(i) if self.items[i].kind == Kind::Recv => {
-                    // Its tag will hold two receives.
-                    self.repeated = true;
-                    None
-                }
-                found => found,
-            }
+            self.only(tag, |kind| kind != Kind::Recv)
         };
         let Some(i) = found else {
             self.items.push(Item {
@@ -106,14 +107,7 @@ impl Mailbox {
         let found = if self.repeated {
             self.oldest(tag, Kind::Recv)
         } else {
-            match self.only(tag) {
-                Some(i) if self.items[i].kind != Kind::Recv => {
-                    // Its tag will hold two transfers.
-                    self.repeated = true;
-                    None
-                }
-                found => found,
-            }
+            self.only(tag, |kind| kind == Kind::Recv)
         };
         let Some(i) = found else {
             self.items.push(Item {
@@ -141,8 +135,8 @@ impl Mailbox {
 }
 
 /// Point-to-point matching without a hash map: a *mailbox* per (receiver, sender) pair that
-/// the programs name holds the unmatched sends and receives between them, one entry per tag,
-/// removed once everything in it is matched (so it stays as small as what is in flight).
+/// the programs name holds the unmatched sends and receives between them, each item removed
+/// once matched (so it stays as small as what waits).
 pub(crate) struct P2p {
     /// Per rank: where its peer slots start in `inbox` and `outbox`.
     base: Vec<usize>,
