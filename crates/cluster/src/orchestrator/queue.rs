@@ -31,6 +31,9 @@ pub(super) struct EventQueue {
     later: FxHashMap<u64, u32>,
     buckets: Vec<Bucket>,
     free: Vec<u32>,
+    /// Buffers of instants drained, for the buckets that outgrow their slot: no allocation per
+    /// instant once the run has as many as it holds instants of four events or more at once.
+    spare: Vec<Vec<u64>>,
     last: Option<(u64, u32)>,
     instants: BinaryHeap<Reverse<u64>>,
 }
@@ -64,7 +67,14 @@ impl EventQueue {
                 slot
             }
         };
-        self.buckets[slot as usize].push(low);
+        let bucket = &mut self.buckets[slot as usize];
+        if bucket.len() == bucket.inline_size() && !bucket.spilled() {
+            if let Some(mut buffer) = self.spare.pop() {
+                buffer.extend_from_slice(bucket);
+                *bucket = Bucket::from_vec(buffer);
+            }
+        }
+        bucket.push(low);
     }
 
     /// The time of the next event.
@@ -90,8 +100,13 @@ impl EventQueue {
             let bucket = &mut self.buckets[slot as usize];
             bucket.sort_unstable_by(|a, b| b.cmp(a));
             if bucket.spilled() {
-                // Its buffer becomes the instant's, and the slot starts inline again.
-                self.current = std::mem::take(bucket).into_vec();
+                // Its buffer becomes the instant's, the slot starts inline again, and the
+                // instant's old buffer waits for the next bucket that outgrows its slot.
+                let events = std::mem::take(bucket).into_vec();
+                let drained = std::mem::replace(&mut self.current, events);
+                if drained.capacity() > bucket.inline_size() {
+                    self.spare.push(drained);
+                }
             } else {
                 self.current.extend_from_slice(bucket);
                 bucket.clear();
