@@ -84,6 +84,9 @@ pub struct Outcome {
     pub time: Nanos,
     /// Engine variables submitted.
     pub flows: u64,
+    /// Step fidelity: the most transfers the run held records of at once (waiting for some of
+    /// their dependencies, or in flight); 0 under pipelined fidelity.
+    pub most_held: usize,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -101,15 +104,19 @@ const SUBMIT: u8 = 0;
 const ARRIVE: u8 = 1;
 const GROUP_DONE: u8 = 2;
 
-/// Per-transfer bookkeeping of step fidelity (what a transfer releases is the schedule's).
+/// Per-transfer bookkeeping of step fidelity (what a transfer releases is the schedule's), held
+/// only for transfers under way: memory follows the transfers in flight, not the schedule's.
 struct Steps {
-    /// Dependencies (data, and the previous transfer on the connection) not yet met.
-    waiting: Vec<u32>,
+    /// Per transfer some but not all of whose dependencies (data, and the previous transfer on
+    /// its connection) are met, how many are left.
+    pending: FxHashMap<u32, u32>,
     /// Per transfer in flight, its flows not yet drained.
     flows_left: FxHashMap<u32, u32>,
     /// Whole messages on QPs, several in flight (`round-robin`, `dynamic`).
     window: Option<QpWindow>,
     ran: usize,
+    /// The most transfers held at once in `pending` and `flows_left`.
+    most_held: usize,
 }
 
 /// Per-group bookkeeping of pipelined fidelity.
@@ -169,7 +176,7 @@ impl Execution {
         now: Nanos,
     ) -> Execution {
         let state = match req.fidelity {
-            Fidelity::Step => State::Steps(Steps::new(&sched, transport.qp_mode)),
+            Fidelity::Step => State::Steps(Steps::new(transport.qp_mode)),
             Fidelity::Pipelined => State::Groups(Groups::new(&sched)),
         };
         let n = match &state {
@@ -200,11 +207,8 @@ impl Execution {
             edges: Vec::new(),
         };
         match &x.state {
-            State::Steps(s) => {
-                let ready: Vec<u32> = (0..n as u32)
-                    .filter(|&t| s.waiting[t as usize] == 0)
-                    .collect();
-                for t in ready {
+            State::Steps(_) => {
+                for t in x.sched.starts() {
                     x.ready(t, now.0);
                 }
             }
@@ -261,6 +265,10 @@ impl Execution {
         Outcome {
             time: Nanos(self.end - self.start + base),
             flows: self.flows,
+            most_held: match &self.state {
+                State::Steps(s) => s.most_held,
+                State::Groups(_) => 0,
+            },
         }
     }
 
@@ -293,14 +301,11 @@ impl Execution {
                     let next = match &mut s.window {
                         None => {
                             let next = self.sched.next(owner);
-                            if next != NONE {
-                                s.waiting[next as usize] -= 1;
-                            }
-                            next
+                            (next != NONE && s.release(&self.sched, next)).then_some(next)
                         }
-                        Some(w) => w.drained(owner).unwrap_or(NONE),
+                        Some(w) => w.drained(owner),
                     };
-                    if next != NONE && s.waiting[next as usize] == 0 {
+                    if let Some(next) = next {
                         self.ready(next, at);
                     }
                     self.queue.push(Reverse((
@@ -504,11 +509,8 @@ impl Execution {
                 };
                 // Posted: the next transfer on the connection may be posted too.
                 let next = self.sched.next(t);
-                if next != NONE {
-                    s.waiting[next as usize] -= 1;
-                    if s.waiting[next as usize] == 0 {
-                        self.queue.push(Reverse((self.end, SUBMIT, next)));
-                    }
+                if next != NONE && s.release(&self.sched, next) {
+                    self.queue.push(Reverse((self.end, SUBMIT, next)));
                 }
                 vec![(qp, wire)]
             }
@@ -522,6 +524,7 @@ impl Execution {
         }
         if let State::Steps(s) = &mut self.state {
             s.flows_left.insert(t, count);
+            s.note_held();
         }
         // A transfer that opens an algorithm step arrives the protocol's per-step latency after
         // its path's: NCCL's step latency is the handshake of a step, paid once per chunk on
@@ -540,9 +543,8 @@ impl Execution {
             return;
         };
         s.ran += 1;
-        for &d in self.sched.dependents(t) {
-            s.waiting[d as usize] -= 1;
-            if s.waiting[d as usize] == 0 {
+        for d in self.sched.dependents(t) {
+            if s.release(&self.sched, d) {
                 self.queue.push(Reverse((at, SUBMIT, d)));
             }
         }
@@ -611,21 +613,32 @@ impl Execution {
 }
 
 impl Steps {
-    fn new(sched: &Schedule, qp_mode: QpMode) -> Steps {
-        let n = sched.len();
-        let mut waiting = vec![0u32; n];
-        for t in 0..n as u32 {
-            waiting[t as usize] += u32::from(sched.has_prev(t));
-            for &d in sched.dependents(t) {
-                waiting[d as usize] += 1;
-            }
-        }
+    fn new(qp_mode: QpMode) -> Steps {
         Steps {
-            waiting,
+            pending: FxHashMap::default(),
             flows_left: FxHashMap::default(),
             window: QpWindow::new(qp_mode),
             ran: 0,
+            most_held: 0,
         }
+    }
+
+    /// Meets one of `t`'s dependencies; whether it was the last.
+    fn release(&mut self, sched: &Schedule, t: u32) -> bool {
+        let left = self.pending.entry(t).or_insert_with(|| sched.waits(t));
+        *left -= 1;
+        if *left > 0 {
+            self.note_held();
+            return false;
+        }
+        self.pending.remove(&t);
+        true
+    }
+
+    fn note_held(&mut self) {
+        self.most_held = self
+            .most_held
+            .max(self.pending.len() + self.flows_left.len());
     }
 }
 

@@ -59,4 +59,6 @@ pub enum PlanError {
     NvlsTreeOneHost,
     #[error("all-to-allv needs an {n}×{n} size matrix")]
     SizesShape { n: u32 },
+    #[error("the schedule would pass 2^32 transfers (use `pipelined` fidelity or fewer channels)")]
+    TooManyTransfers,
 }

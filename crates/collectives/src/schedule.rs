@@ -14,6 +14,9 @@
 
 use crate::layout::Ranks;
 
+mod ring_steps;
+use ring_steps::RingSteps;
+
 pub const NONE: u32 = u32::MAX;
 
 /// How a transfer's bytes travel.
@@ -113,19 +116,36 @@ pub struct Group {
 
 /// Transfers, their dependencies and groups.
 ///
-/// Built by [`Schedule::push`] with each transfer's dependencies, then [`Schedule::finish`]ed,
-/// which turns them around into each transfer's *dependents*, the form an execution reads
-/// (what a transfer's arrival releases), so that only one of the two is ever held with the
-/// transfers.
+/// Built by [`Schedule::push`] with each transfer's dependencies (and by
+/// [`Schedule::push_ring_steps`], a step-fidelity ring pass in closed form), then
+/// [`Schedule::finish`]ed, which turns them around into each transfer's *dependents*, the form
+/// an execution reads (what a transfer's arrival releases), so that only one of the two is ever
+/// held with the transfers.
+///
+/// Transfer ids run over *runs*: spans of transfers held one by one, and rings' steps computed
+/// from their positions ([`ring_steps`]), so that a ring's step schedule holds O(n) per ring and
+/// channel, however many steps it makes.
 #[derive(Clone, Debug)]
 pub struct Schedule {
+    /// The transfers held one by one, in id order.
     transfers: Vec<Packed>,
-    /// Until [`Schedule::finish`]: each transfer's dependencies, in CSR form; no offsets until
-    /// a transfer has one (a pipelined schedule's transfers have none).
+    /// Spans of ids in order, each from its start to the next one's.
+    runs: Vec<Run>,
+    rings: Vec<RingSteps>,
+    len: u32,
+    /// Whether a ring would have taken the ids past `u32::MAX` (and was left out).
+    too_large: bool,
+    /// Each held transfer's dependencies, in CSR form (by its place in `transfers`); no
+    /// offsets until a transfer has one (a pipelined schedule's transfers have none). The
+    /// offsets stay once finished: they count what each waits for.
     dep_offsets: Vec<u32>,
     deps: Vec<u32>,
-    /// Once finished: each transfer's dependents.
+    /// Once finished: each held transfer's dependents.
     dependents: Option<Csr>,
+    /// Once finished: (transfer, dependent) for the dependents of rings' transfers that their
+    /// closed form does not give (a later phase's first step, a transfer held one by one), in
+    /// order.
+    outside: Vec<(u32, u32)>,
     pub groups: Vec<Group>,
     /// Per group, the groups that must be done before it starts, in CSR form (an all-to-all
     /// has a group per message: a vector in each would double the groups' memory).
@@ -133,6 +153,21 @@ pub struct Schedule {
     after: Vec<u32>,
     /// Per group, its channel (its first transfer's).
     channels: Vec<u32>,
+}
+
+/// A span of transfer ids: held transfers from `first` on in `transfers`, or ring `ring`.
+#[derive(Clone, Copy, Debug)]
+struct Run {
+    start: u32,
+    held: bool,
+    /// The place of the run's first transfer in `transfers`, or the ring's index.
+    index: u32,
+}
+
+/// Where a transfer is kept.
+enum Kept<'a> {
+    Held(usize),
+    Ring(&'a RingSteps, ring_steps::At),
 }
 
 impl Default for Schedule {
@@ -145,9 +180,14 @@ impl Schedule {
     pub fn new() -> Schedule {
         Schedule {
             transfers: Vec::new(),
+            runs: Vec::new(),
+            rings: Vec::new(),
+            len: 0,
+            too_large: false,
             dep_offsets: Vec::new(),
             deps: Vec::new(),
             dependents: None,
+            outside: Vec::new(),
             groups: Vec::new(),
             after_offsets: vec![0],
             after: Vec::new(),
@@ -180,26 +220,50 @@ impl Schedule {
         &self.after[a as usize..b as usize]
     }
 
+    fn set_channel(&mut self, group: u32, channel: u32) {
+        let c = &mut self.channels[group as usize];
+        debug_assert!(*c == NONE || *c == channel, "a group has one channel");
+        *c = channel;
+    }
+
+    fn kept(&self, i: u32) -> Kept<'_> {
+        debug_assert!(i < self.len, "transfer {i} of {}", self.len);
+        let run = self.runs[self.runs.partition_point(|r| r.start <= i) - 1];
+        if run.held {
+            Kept::Held((run.index + (i - run.start)) as usize)
+        } else {
+            let ring = &self.rings[run.index as usize];
+            Kept::Ring(ring, ring.at(i))
+        }
+    }
+
     /// Adds `t`, which starts once every transfer in `deps` has arrived and, unless `prev` is
     /// [`NONE`], once `prev`, the previous transfer on its connection, has left its sender;
-    /// returns its index.
+    /// returns its index. `prev` is a transfer added by this method.
     pub fn push(&mut self, t: Transfer, prev: u32, deps: impl IntoIterator<Item = u32>) -> u32 {
         debug_assert!(
             self.dependents.is_none(),
             "a finished schedule takes no more transfers"
         );
-        let id = self.transfers.len() as u32;
-        let channel = &mut self.channels[t.group as usize];
-        debug_assert!(
-            *channel == NONE || *channel == t.channel,
-            "a group has one channel"
-        );
-        *channel = t.channel;
+        let id = self.len;
+        assert!(id < NONE - 1, "a schedule of 2^32 transfers");
+        self.set_channel(t.group, t.channel);
+        if !self.runs.last().is_some_and(|r| r.held) {
+            self.runs.push(Run {
+                start: id,
+                held: true,
+                index: self.transfers.len() as u32,
+            });
+        }
         if prev != NONE {
             debug_assert!(prev < id);
-            debug_assert_eq!(self.transfers[prev as usize].next, NONE);
-            self.transfers[prev as usize].next = id;
+            let Kept::Held(p) = self.kept(prev) else {
+                panic!("the transfer before {id} on its connection is held")
+            };
+            debug_assert_eq!(self.transfers[p].next, NONE);
+            self.transfers[p].next = id;
         }
+        let held = self.transfers.len();
         self.transfers.push(Packed {
             src: t.src,
             dst: t.dst,
@@ -208,6 +272,7 @@ impl Schedule {
             next: NONE,
             word: Packed::word(t.path, t.step_start, prev != NONE),
         });
+        self.len += 1;
         for d in deps {
             if d != NONE {
                 debug_assert!(d < id, "dependencies come first");
@@ -216,10 +281,64 @@ impl Schedule {
         }
         if !self.deps.is_empty() {
             // Every transfer before the first with a dependency had none.
-            self.dep_offsets.resize(id as usize + 1, 0);
+            self.dep_offsets.resize(held + 1, 0);
             self.dep_offsets.push(self.deps.len() as u32);
         }
         id
+    }
+
+    /// Adds a step-fidelity ring pass in closed form on `channel` ([`ring_steps`]): `steps`
+    /// steps over the positions `order` (ranks), the edge leaving each on `paths[i]`, position
+    /// `i` sending piece `(i − k) mod n` at step `k`; the first step of position `i` waits for
+    /// `entry[i]` where given. Returns, per rank of `ranks`, the last transfer it receives.
+    #[allow(clippy::too_many_arguments)]
+    pub fn push_ring_steps(
+        &mut self,
+        group: u32,
+        channel: u32,
+        steps: u32,
+        order: Vec<u32>,
+        paths: Vec<Path>,
+        pieces: Vec<u64>,
+        entry: Vec<u32>,
+        ranks: usize,
+    ) -> Vec<u32> {
+        debug_assert!(self.dependents.is_none());
+        debug_assert!(order.len() == paths.len() && order.len() == pieces.len());
+        debug_assert!(entry.is_empty() || entry.len() == order.len());
+        self.set_channel(group, channel);
+        let ring = RingSteps {
+            start: self.len,
+            steps,
+            group,
+            order,
+            paths,
+            pieces,
+            entry,
+        };
+        let end = u64::from(self.len) + ring.len();
+        if end >= u64::from(NONE - 1) {
+            self.too_large = true;
+            return vec![NONE; ranks];
+        }
+        if ring.len() == 0 {
+            return vec![NONE; ranks];
+        }
+        debug_assert!((0..ring.n()).all(|i| ring.entry(i) == NONE || ring.entry(i) < ring.start));
+        let last = ring.last_received(ranks);
+        self.runs.push(Run {
+            start: self.len,
+            held: false,
+            index: self.rings.len() as u32,
+        });
+        self.len = end as u32;
+        self.rings.push(ring);
+        last
+    }
+
+    /// Whether a ring was left out because the schedule would have passed 2^32 transfers.
+    pub fn too_large(&self) -> bool {
+        self.too_large
     }
 
     /// Turns each transfer's dependencies into its dependents, each list in transfer order.
@@ -227,63 +346,158 @@ impl Schedule {
         if self.dependents.is_some() {
             return;
         }
-        let (offsets, deps) = (&self.dep_offsets, &self.deps);
-        let edges = (0..offsets.len().saturating_sub(1)).flat_map(|t| {
-            deps[offsets[t] as usize..offsets[t + 1] as usize]
-                .iter()
-                .map(move |&d| (d, t as u32))
-        });
-        self.dependents = Some(if deps.is_empty() {
-            Csr::default()
-        } else {
-            Csr::new(self.transfers.len(), edges)
-        });
-        (self.dep_offsets, self.deps) = (Vec::new(), Vec::new());
+        // A held transfer's dependents by a counting sort (no table but the result), a ring
+        // transfer's that its closed form does not give in a sorted list (a few per ring).
+        let dependents = {
+            let held = self.listed_edges().filter_map(|(d, t)| match self.kept(d) {
+                Kept::Held(p) => Some((p as u32, t)),
+                Kept::Ring(..) => None,
+            });
+            if held.clone().next().is_none() {
+                Csr::default()
+            } else {
+                Csr::new(self.transfers.len(), held)
+            }
+        };
+        let mut outside: Vec<(u32, u32)> = self
+            .listed_edges()
+            .filter(|&(d, _)| matches!(self.kept(d), Kept::Ring(..)))
+            .collect();
+        outside.sort_unstable();
+        self.dependents = Some(dependents);
+        self.outside = outside;
+        self.deps = Vec::new();
+    }
+
+    /// Every dependency `(d, t)` that no ring's closed form gives (held transfers' dependencies,
+    /// rings' entries), by `t` in order.
+    fn listed_edges(&self) -> impl Iterator<Item = (u32, u32)> + Clone + '_ {
+        self.runs.iter().enumerate().flat_map(move |(j, run)| {
+            let end = self.runs.get(j + 1).map_or(self.len, |r| r.start);
+            let held = run.held.then(|| {
+                (run.start..end).flat_map(move |id| {
+                    let h = (run.index + (id - run.start)) as usize;
+                    let o = &self.dep_offsets;
+                    let deps = if h + 1 < o.len() {
+                        &self.deps[o[h] as usize..o[h + 1] as usize]
+                    } else {
+                        &[]
+                    };
+                    deps.iter().map(move |&d| (d, id))
+                })
+            });
+            let ring = (!run.held).then(|| {
+                let r = &self.rings[run.index as usize];
+                (0..r.n())
+                    .filter(|&i| r.entry(i) != NONE)
+                    .map(|i| (r.entry(i), r.start + i))
+            });
+            held.into_iter().flatten().chain(ring.into_iter().flatten())
+        })
     }
 
     pub fn len(&self) -> usize {
-        self.transfers.len()
+        self.len as usize
     }
 
     pub fn is_empty(&self) -> bool {
-        self.transfers.is_empty()
+        self.len == 0
+    }
+
+    /// Transfers held one by one (the rest are rings' steps in closed form).
+    pub fn held(&self) -> usize {
+        self.transfers.len()
     }
 
     /// Transfer `i`.
     pub fn transfer(&self, i: u32) -> Transfer {
-        let p = &self.transfers[i as usize];
-        Transfer {
-            src: p.src,
-            dst: p.dst,
-            bytes: u64::from(p.bytes[0]) | u64::from(p.bytes[1]) << 32,
-            channel: self.channels[p.group as usize],
-            path: p.path(),
-            group: p.group,
-            step_start: p.word & STEP_START != 0,
+        match self.kept(i) {
+            Kept::Held(h) => {
+                let p = &self.transfers[h];
+                Transfer {
+                    src: p.src,
+                    dst: p.dst,
+                    bytes: u64::from(p.bytes[0]) | u64::from(p.bytes[1]) << 32,
+                    channel: self.channels[p.group as usize],
+                    path: p.path(),
+                    group: p.group,
+                    step_start: p.word & STEP_START != 0,
+                }
+            }
+            Kept::Ring(r, at) => r.transfer(at, self.channels[r.group as usize]),
         }
     }
 
     /// Every transfer, in order.
     pub fn transfers(&self) -> impl ExactSizeIterator<Item = Transfer> + Clone + '_ {
-        (0..self.transfers.len() as u32).map(|i| self.transfer(i))
+        (0..self.len).map(|i| self.transfer(i))
     }
 
     /// Whether transfer `i` follows another on its connection.
     pub fn has_prev(&self, i: u32) -> bool {
-        self.transfers[i as usize].word & HAS_PREV != 0
+        match self.kept(i) {
+            Kept::Held(h) => self.transfers[h].word & HAS_PREV != 0,
+            Kept::Ring(_, at) => at.k > 0,
+        }
+    }
+
+    /// What transfer `i` waits for before it may start: the transfers it depends on, and the
+    /// previous one on its connection. Once finished.
+    pub fn waits(&self, i: u32) -> u32 {
+        match self.kept(i) {
+            Kept::Held(h) => {
+                let o = &self.dep_offsets;
+                let deps = if h + 1 < o.len() { o[h + 1] - o[h] } else { 0 };
+                deps + u32::from(self.transfers[h].word & HAS_PREV != 0)
+            }
+            Kept::Ring(r, at) => r.waits(at),
+        }
+    }
+
+    /// The transfers that wait for nothing, in order. Once finished.
+    pub fn starts(&self) -> Vec<u32> {
+        let mut starts = Vec::new();
+        for (j, run) in self.runs.iter().enumerate() {
+            if run.held {
+                let end = self.runs.get(j + 1).map_or(self.len, |r| r.start);
+                starts.extend((run.start..end).filter(|&t| self.waits(t) == 0));
+            } else {
+                starts.extend(self.rings[run.index as usize].starts());
+            }
+        }
+        starts
     }
 
     /// The transfer after `i` on its connection, or [`NONE`].
     pub fn next(&self, i: u32) -> u32 {
-        self.transfers[i as usize].next
+        match self.kept(i) {
+            Kept::Held(h) => self.transfers[h].next,
+            Kept::Ring(r, at) => r.next(at),
+        }
     }
 
-    /// The transfers whose dependencies include `i`.
-    pub fn dependents(&self, i: u32) -> &[u32] {
-        self.dependents
+    /// The transfers whose dependencies include `i`, in transfer order. Once finished.
+    pub fn dependents(&self, i: u32) -> Dependents<'_> {
+        let finished = self
+            .dependents
             .as_ref()
-            .expect("dependents are known once the schedule is finished")
-            .get(i)
+            .expect("dependents are known once the schedule is finished");
+        match self.kept(i) {
+            Kept::Held(h) => Dependents {
+                held: finished.get(h as u32).iter(),
+                forward: NONE,
+                outside: [].iter(),
+            },
+            Kept::Ring(r, at) => {
+                let from = self.outside.partition_point(|&(d, _)| d < i);
+                let to = from + self.outside[from..].partition_point(|&(d, _)| d == i);
+                Dependents {
+                    held: [].iter(),
+                    forward: r.forward(at),
+                    outside: self.outside[from..to].iter(),
+                }
+            }
+        }
     }
 
     /// Payload bytes each rank sends (NVLS: into its switch) and receives.
@@ -301,6 +515,29 @@ impl Schedule {
             }
         }
         (sent, received)
+    }
+}
+
+/// The dependents of one transfer ([`Schedule::dependents`]).
+#[derive(Clone, Debug)]
+pub struct Dependents<'a> {
+    held: std::slice::Iter<'a, u32>,
+    /// A ring step's successor that forwards its data.
+    forward: u32,
+    outside: std::slice::Iter<'a, (u32, u32)>,
+}
+
+impl Iterator for Dependents<'_> {
+    type Item = u32;
+
+    fn next(&mut self) -> Option<u32> {
+        if let Some(&t) = self.held.next() {
+            return Some(t);
+        }
+        if self.forward != NONE {
+            return Some(std::mem::replace(&mut self.forward, NONE));
+        }
+        self.outside.next().map(|&(_, t)| t)
     }
 }
 
@@ -405,7 +642,163 @@ mod tests {
         s.finish();
         for d in 0..n {
             let expected: Vec<u32> = (d + 1..n).filter(|&t| deps(t).any(|x| x == d)).collect();
-            assert_eq!(s.dependents(d), expected, "dependents of {d}");
+            let got: Vec<u32> = s.dependents(d).collect();
+            assert_eq!(got, expected, "dependents of {d}");
         }
+    }
+
+    /// A ring pass pushed as `push_ring_steps` does in closed form, one transfer at a time: the
+    /// oracle of the closed form.
+    fn held_ring(s: &mut Schedule, g: u32, ring: &RingCase, ranks: usize) -> Vec<u32> {
+        let n = ring.order.len();
+        let mut prev_step: Vec<u32> = Vec::new();
+        for k in 0..ring.steps as usize {
+            let this: Vec<u32> = (0..n)
+                .map(|i| {
+                    let t = Transfer {
+                        src: ring.order[i],
+                        dst: ring.order[(i + 1) % n],
+                        bytes: ring.pieces[(i + n * k - k) % n],
+                        channel: 3,
+                        path: ring.paths[i],
+                        group: g,
+                        step_start: true,
+                    };
+                    let (dep, prev) = if k == 0 {
+                        (ring.entry.get(i).copied().unwrap_or(NONE), NONE)
+                    } else {
+                        (prev_step[(i + n - 1) % n], prev_step[i])
+                    };
+                    s.push(t, prev, [dep])
+                })
+                .collect();
+            prev_step = this;
+        }
+        let mut last = vec![NONE; ranks];
+        for (i, &t) in prev_step.iter().enumerate() {
+            last[ring.order[(i + 1) % n] as usize] = t;
+        }
+        last
+    }
+
+    #[derive(Clone)]
+    struct RingCase {
+        order: Vec<u32>,
+        paths: Vec<Path>,
+        pieces: Vec<u64>,
+        steps: u32,
+        entry: Vec<u32>,
+    }
+
+    /// The same schedule twice, its rings in closed form and held: held transfers, a ring
+    /// waiting for them, held transfers waiting for the ring, and a last ring waiting for those.
+    fn both(ranks: u32) -> (Schedule, Schedule) {
+        let mut out = [Schedule::new(), Schedule::new()];
+        for (closed, s) in out.iter_mut().enumerate() {
+            let closed = closed == 0;
+            let g = s.add_group(Group::default(), []);
+            let first: Vec<u32> = (0..ranks)
+                .map(|r| {
+                    s.push(
+                        transfer(r, (r + 1) % ranks, 10 + u64::from(r), Path::Direct, g),
+                        NONE,
+                        [NONE],
+                    )
+                })
+                .collect();
+            let order: Vec<u32> = (0..ranks).rev().collect();
+            let mut case = RingCase {
+                order: order.clone(),
+                paths: (0..ranks)
+                    .map(|r| {
+                        if r % 3 == 0 {
+                            Path::Via(r)
+                        } else {
+                            Path::Direct
+                        }
+                    })
+                    .collect(),
+                pieces: (0..ranks).map(|r| 100 + u64::from(r)).collect(),
+                steps: 2 * (ranks - 1),
+                entry: order
+                    .iter()
+                    .map(|&r| if r % 2 == 0 { first[r as usize] } else { NONE })
+                    .collect(),
+            };
+            let push = |s: &mut Schedule, case: &RingCase| {
+                if closed {
+                    s.push_ring_steps(
+                        g,
+                        3,
+                        case.steps,
+                        case.order.clone(),
+                        case.paths.clone(),
+                        case.pieces.clone(),
+                        case.entry.clone(),
+                        ranks as usize,
+                    )
+                } else {
+                    held_ring(s, g, case, ranks as usize)
+                }
+            };
+            let last = push(s, &case);
+            let after: Vec<u32> = (0..ranks)
+                .map(|r| {
+                    s.push(
+                        transfer(r, r, 7, Path::NvlsUp, g),
+                        NONE,
+                        [last[r as usize], first[0]],
+                    )
+                })
+                .collect();
+            case.entry = case.order.iter().map(|&r| after[r as usize]).collect();
+            case.steps = ranks - 1;
+            push(s, &case);
+            s.finish();
+        }
+        let [closed, held] = out;
+        (closed, held)
+    }
+
+    #[test]
+    fn a_ring_in_closed_form_is_the_ring_held_one_transfer_at_a_time() {
+        for ranks in [2, 3, 8] {
+            let (closed, held) = both(ranks);
+            assert_eq!(closed.len(), held.len());
+            assert_eq!(
+                closed.held(),
+                2 * ranks as usize,
+                "only the transfers pushed one by one"
+            );
+            assert!(closed.transfers().eq(held.transfers()));
+            assert_eq!(closed.starts(), held.starts());
+            for t in 0..held.len() as u32 {
+                assert_eq!(closed.has_prev(t), held.has_prev(t), "{t}");
+                assert_eq!(closed.next(t), held.next(t), "{t}");
+                assert_eq!(closed.waits(t), held.waits(t), "{t}");
+                let (a, b): (Vec<u32>, Vec<u32>) =
+                    (closed.dependents(t).collect(), held.dependents(t).collect());
+                assert_eq!(a, b, "dependents of {t}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_ring_past_two_to_the_32_transfers_is_refused() {
+        let mut s = Schedule::new();
+        let g = s.add_group(Group::default(), []);
+        let n = 1 << 16;
+        let last = s.push_ring_steps(
+            g,
+            0,
+            n,
+            (0..n).collect(),
+            vec![Path::Direct; n as usize],
+            vec![1; n as usize],
+            Vec::new(),
+            n as usize,
+        );
+        assert!(s.too_large() && s.is_empty());
+        assert!(last.iter().all(|&t| t == NONE));
     }
 }

@@ -504,3 +504,52 @@ fn a_run_reports_its_progress_up_to_every_transfer() {
     assert_eq!(last.done, last.total);
     assert!(reports.iter().any(|p| p.done > 0 && p.done < p.total));
 }
+
+/// Step fidelity holds a ring's transfers as they run, not the schedule: the schedule keeps a
+/// ring's positions (no transfer of its own), and the run holds a few transfers per ring edge
+/// at most, however many steps the ring makes (2(n − 1) per edge, so n times more as n grows).
+#[test]
+fn a_step_ring_holds_its_transfers_in_flight_not_its_schedule() {
+    use fabricsim_netsim::{FlowEngine, Network};
+    use fabricsim_routing::Router;
+    use std::sync::Arc;
+    let topo = zone();
+    let channels = 2;
+    for n in [16, 64, 256] {
+        let r = ranks(&topo, n, Placement::Contiguous);
+        let mut req = request(
+            &r,
+            Collective::AllReduce,
+            Algorithm::Ring,
+            64 << 20,
+            Fidelity::Step,
+        );
+        req.channels = channels;
+        let sched = plan(&req).unwrap();
+        let edges = n * channels as usize;
+        assert_eq!(sched.len(), 2 * (n - 1) * edges);
+        assert_eq!(sched.held(), 0, "{n} ranks: every transfer in closed form");
+        let router = Router::new(&topo, Policy::Ecmp, HashConfig::default());
+        let mut net = Network::new(&topo, router, FlowEngine::new(&topo));
+        let transport = bench(
+            req.op,
+            req.algorithm,
+            Routing::Hashed(Policy::Ecmp),
+            1,
+            req.fidelity,
+        )
+        .transport;
+        let outcome =
+            fabricsim_collectives::exec::run(&mut net, Arc::new(sched), &req, transport).unwrap();
+        assert_eq!(outcome.flows, 2 * (n as u64 - 1) * edges as u64);
+        assert!(
+            outcome.most_held <= 2 * edges,
+            "{n} ranks: held {} transfers at once on {edges} ring edges",
+            outcome.most_held
+        );
+        assert!(
+            outcome.most_held >= edges / 2,
+            "{n} ranks: the ring's edges run at once"
+        );
+    }
+}

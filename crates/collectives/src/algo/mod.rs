@@ -197,6 +197,9 @@ pub fn plan(req: &Request<'_>) -> Result<Schedule, PlanError> {
         Algorithm::Nvls => nvls::plan(req, &mut s)?,
         Algorithm::NvlsTree => nvls_tree::plan(req, &mut s)?,
     }
+    if s.too_large() {
+        return Err(PlanError::TooManyTransfers);
+    }
     s.finish();
     Ok(s)
 }

@@ -161,49 +161,45 @@ impl Ring {
             },
             after,
         );
-        let mut last = vec![NONE; req.n() as usize];
         if req.step() {
-            let mut prev_step: Vec<u32> = Vec::new();
-            for k in 0..steps as usize {
-                let mut this = Vec::with_capacity(n);
-                for i in 0..n {
-                    let piece = pieces[(i + n * k - k) % n];
-                    let (deps, prev) = if k == 0 {
-                        (entry.map_or(NONE, |e| e[self.order[i] as usize]), NONE)
-                    } else {
-                        (prev_step[(i + n - 1) % n], prev_step[i])
-                    };
-                    this.push(s.push(self.edge(i, piece, group, true), prev, [deps]));
-                }
-                prev_step = this;
-            }
-            for i in 0..n {
-                last[self.order[(i + 1) % n] as usize] = prev_step[i];
-            }
-        } else {
-            // Position i sends pieces i, i-1, …, i-steps+1 (mod n): whole turns, then the
-            // `steps mod n` pieces ending at i, summed from prefix sums.
-            let mut prefix = Vec::with_capacity(n + 1);
-            prefix.push(0u64);
-            for &p in pieces {
-                prefix.push(prefix[prefix.len() - 1] + p);
-            }
-            let total = prefix[n];
-            let turns = steps as u64 / n as u64;
-            let m = steps as usize % n;
-            for i in 0..n {
-                let rest = if m <= i + 1 {
-                    prefix[i + 1] - prefix[i + 1 - m]
-                } else {
-                    prefix[i + 1] + total - prefix[n + i + 1 - m]
-                };
-                let id = s.push(
-                    self.edge(i, turns * total + rest, group, true),
-                    NONE,
-                    [NONE],
-                );
-                last[self.order[(i + 1) % n] as usize] = id;
-            }
+            // In closed form: a ring's steps are n per step and channel, held as its positions.
+            let entry = entry.map_or_else(Vec::new, |e| {
+                self.order.iter().map(|&r| e[r as usize]).collect()
+            });
+            return s.push_ring_steps(
+                group,
+                self.channel,
+                steps,
+                self.order.clone(),
+                self.paths.clone(),
+                pieces.to_vec(),
+                entry,
+                req.n() as usize,
+            );
+        }
+        let mut last = vec![NONE; req.n() as usize];
+        // Position i sends pieces i, i-1, …, i-steps+1 (mod n): whole turns, then the
+        // `steps mod n` pieces ending at i, summed from prefix sums.
+        let mut prefix = Vec::with_capacity(n + 1);
+        prefix.push(0u64);
+        for &p in pieces {
+            prefix.push(prefix[prefix.len() - 1] + p);
+        }
+        let total = prefix[n];
+        let turns = steps as u64 / n as u64;
+        let m = steps as usize % n;
+        for i in 0..n {
+            let rest = if m <= i + 1 {
+                prefix[i + 1] - prefix[i + 1 - m]
+            } else {
+                prefix[i + 1] + total - prefix[n + i + 1 - m]
+            };
+            let id = s.push(
+                self.edge(i, turns * total + rest, group, true),
+                NONE,
+                [NONE],
+            );
+            last[self.order[(i + 1) % n] as usize] = id;
         }
         last
     }

@@ -1,0 +1,122 @@
+//! A ring's steps in closed form: the transfers of a step-fidelity ring pass, computed from the
+//! ring's positions when asked for, so that a schedule holds O(n) per ring rather than a record
+//! per transfer (a 1,024-rank, 4-channel ring all-reduce has 8.4 million transfers).
+//!
+//! Transfer `(k, i)` is step `k`'s send of position `i` to position `i + 1`, numbered
+//! `start + k·n + i`: the order [`super::Schedule::push`] would have given them one by one.
+//! It carries piece `(i − k) mod n`, waits for `(k − 1, i − 1)` to arrive (the data it forwards)
+//! and for `(k − 1, i)` to leave (the connection's previous send); step 0 waits for the
+//! position's *entry* transfer, if the ring has one.
+
+use super::{Path, Transfer, NONE};
+
+#[derive(Clone, Debug)]
+pub(super) struct RingSteps {
+    /// The first transfer's id.
+    pub start: u32,
+    pub steps: u32,
+    pub group: u32,
+    /// Per position: its rank, the path of the edge leaving it, its piece's bytes, and the
+    /// transfer its first step waits for (empty: none waits).
+    pub order: Vec<u32>,
+    pub paths: Vec<Path>,
+    pub pieces: Vec<u64>,
+    pub entry: Vec<u32>,
+}
+
+/// Where a transfer lies in its ring: step and position.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct At {
+    pub k: u32,
+    pub i: u32,
+}
+
+impl RingSteps {
+    pub fn n(&self) -> u32 {
+        self.order.len() as u32
+    }
+
+    /// How many transfers the ring holds: `steps · n`.
+    pub fn len(&self) -> u64 {
+        u64::from(self.steps) * u64::from(self.n())
+    }
+
+    pub fn at(&self, id: u32) -> At {
+        let local = id - self.start;
+        At {
+            k: local / self.n(),
+            i: local % self.n(),
+        }
+    }
+
+    fn id(&self, k: u32, i: u32) -> u32 {
+        self.start + k * self.n() + i
+    }
+
+    pub fn transfer(&self, at: At, channel: u32) -> Transfer {
+        let n = self.n();
+        let i = at.i as usize;
+        Transfer {
+            src: self.order[i],
+            dst: self.order[((at.i + 1) % n) as usize],
+            bytes: self.pieces[((at.i + n - at.k % n) % n) as usize],
+            channel,
+            path: self.paths[i],
+            group: self.group,
+            step_start: true,
+        }
+    }
+
+    /// The entry transfer position `i`'s first step waits for, or [`NONE`].
+    pub fn entry(&self, i: u32) -> u32 {
+        self.entry.get(i as usize).copied().unwrap_or(NONE)
+    }
+
+    /// Dependencies not yet met before `at` may start: the data it forwards and its
+    /// connection's previous send, or its entry.
+    pub fn waits(&self, at: At) -> u32 {
+        if at.k > 0 {
+            2
+        } else {
+            u32::from(self.entry(at.i) != NONE)
+        }
+    }
+
+    /// The next send on `at`'s connection, or [`NONE`] after the last step.
+    pub fn next(&self, at: At) -> u32 {
+        if at.k + 1 < self.steps {
+            self.id(at.k + 1, at.i)
+        } else {
+            NONE
+        }
+    }
+
+    /// The transfer that forwards what `at` delivers, or [`NONE`] after the last step.
+    pub fn forward(&self, at: At) -> u32 {
+        if at.k + 1 < self.steps {
+            self.id(at.k + 1, (at.i + 1) % self.n())
+        } else {
+            NONE
+        }
+    }
+
+    /// The ring's first-step transfers that wait for nothing, in order.
+    pub fn starts(&self) -> impl Iterator<Item = u32> + '_ {
+        let first = if self.steps == 0 { 0 } else { self.n() };
+        (0..first)
+            .filter(|&i| self.entry(i) == NONE)
+            .map(|i| self.id(0, i))
+    }
+
+    /// Per rank (of `ranks` ranks), the last transfer it receives.
+    pub fn last_received(&self, ranks: usize) -> Vec<u32> {
+        let mut last = vec![NONE; ranks];
+        if self.steps > 0 {
+            let n = self.n();
+            for i in 0..n {
+                last[self.order[((i + 1) % n) as usize] as usize] = self.id(self.steps - 1, i);
+            }
+        }
+        last
+    }
+}
