@@ -537,7 +537,7 @@ fn laid_alike(topo: &Topology, ranks: &Ranks, sched: &Schedule) -> bool {
 /// in pair order. A PXN transfer leaves from its proxy's GPU; NVLS stays inside the host.
 pub fn network_traffic(ranks: &Ranks, sched: &Schedule) -> Vec<(NodeId, NodeId, u64)> {
     let mut rows: Vec<(NodeId, NodeId, u64)> = sched
-        .transfers()
+        .sends()
         .filter_map(|t| {
             let from = match t.path {
                 Path::Direct => t.src,

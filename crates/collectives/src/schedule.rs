@@ -15,6 +15,7 @@
 use crate::layout::Ranks;
 
 mod ring_steps;
+pub use ring_steps::edge_totals;
 use ring_steps::RingSteps;
 
 pub const NONE: u32 = u32::MAX;
@@ -500,11 +501,26 @@ impl Schedule {
         }
     }
 
+    /// Every transfer, but a ring's steps over one edge as one, its first step carrying the
+    /// bytes of them all: what each connection moves over the schedule, read in O(n) per ring
+    /// (where [`Schedule::transfers`] makes its channels × steps × n).
+    pub fn sends(&self) -> impl Iterator<Item = Transfer> + '_ {
+        self.runs.iter().enumerate().flat_map(move |(j, run)| {
+            let end = self.runs.get(j + 1).map_or(self.len, |r| r.start);
+            let held = run.held.then(|| (run.start..end).map(|i| self.transfer(i)));
+            let ring = (!run.held).then(|| {
+                let r = &self.rings[run.index as usize];
+                r.edges(self.channels[r.group as usize])
+            });
+            held.into_iter().flatten().chain(ring.into_iter().flatten())
+        })
+    }
+
     /// Payload bytes each rank sends (NVLS: into its switch) and receives.
     pub fn volumes(&self, ranks: &Ranks) -> (Vec<u64>, Vec<u64>) {
         let mut sent = vec![0; ranks.len()];
         let mut received = vec![0; ranks.len()];
-        for t in self.transfers() {
+        for t in self.sends() {
             match t.path {
                 Path::NvlsUp => sent[t.src as usize] += t.bytes,
                 Path::NvlsDown => received[t.dst as usize] += t.bytes,
@@ -771,6 +787,24 @@ mod tests {
                 "only the transfers pushed one by one"
             );
             assert!(closed.transfers().eq(held.transfers()));
+            let by_edge = |s: &Schedule, all: bool| {
+                let mut bytes = std::collections::BTreeMap::new();
+                let sends: Vec<Transfer> = if all {
+                    s.transfers().collect()
+                } else {
+                    s.sends().collect()
+                };
+                for t in sends {
+                    *bytes.entry((t.src, t.dst, t.group)).or_insert(0) += t.bytes;
+                }
+                bytes
+            };
+            assert_eq!(
+                by_edge(&closed, false),
+                by_edge(&held, true),
+                "bytes per edge"
+            );
+            assert!(closed.sends().count() < held.transfers().count());
             assert_eq!(closed.starts(), held.starts());
             for t in 0..held.len() as u32 {
                 assert_eq!(closed.has_prev(t), held.has_prev(t), "{t}");

@@ -14,7 +14,7 @@ use rustc_hash::FxHashMap;
 use super::Request;
 use crate::layout::Ranks;
 use crate::op::Collective;
-use crate::schedule::{chunk_count, split, Group, Path, Schedule, Transfer, NONE};
+use crate::schedule::{chunk_count, edge_totals, split, Group, Path, Schedule, Transfer, NONE};
 
 /// A ring of some ranks in one channel: positions, and the path of the edge leaving each.
 pub(super) struct Ring {
@@ -178,27 +178,8 @@ impl Ring {
             );
         }
         let mut last = vec![NONE; req.n() as usize];
-        // Position i sends pieces i, i-1, …, i-steps+1 (mod n): whole turns, then the
-        // `steps mod n` pieces ending at i, summed from prefix sums.
-        let mut prefix = Vec::with_capacity(n + 1);
-        prefix.push(0u64);
-        for &p in pieces {
-            prefix.push(prefix[prefix.len() - 1] + p);
-        }
-        let total = prefix[n];
-        let turns = steps as u64 / n as u64;
-        let m = steps as usize % n;
-        for i in 0..n {
-            let rest = if m <= i + 1 {
-                prefix[i + 1] - prefix[i + 1 - m]
-            } else {
-                prefix[i + 1] + total - prefix[n + i + 1 - m]
-            };
-            let id = s.push(
-                self.edge(i, turns * total + rest, group, true),
-                NONE,
-                [NONE],
-            );
+        for (i, bytes) in edge_totals(pieces, steps).into_iter().enumerate() {
+            let id = s.push(self.edge(i, bytes, group, true), NONE, [NONE]);
             last[self.order[(i + 1) % n] as usize] = id;
         }
         last

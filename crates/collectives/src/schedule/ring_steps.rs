@@ -108,6 +108,16 @@ impl RingSteps {
             .map(|i| self.id(0, i))
     }
 
+    /// Per position, its first step with the bytes of all its steps: what each edge of the
+    /// ring moves over the pass.
+    pub fn edges(&self, channel: u32) -> impl Iterator<Item = Transfer> + '_ {
+        let totals = edge_totals(&self.pieces, self.steps);
+        (0..self.n()).map(move |i| Transfer {
+            bytes: totals[i as usize],
+            ..self.transfer(At { k: 0, i }, channel)
+        })
+    }
+
     /// Per rank (of `ranks` ranks), the last transfer it receives.
     pub fn last_received(&self, ranks: usize) -> Vec<u32> {
         let mut last = vec![NONE; ranks];
@@ -119,4 +129,33 @@ impl RingSteps {
         }
         last
     }
+}
+
+/// Per position of a ring of `pieces.len()` positions, the bytes it sends in `steps` steps when
+/// at step `k` position `i` sends piece `(i − k) mod n`: pieces `i, i − 1, …, i − steps + 1`,
+/// whole turns of the ring and then the `steps mod n` pieces ending at `i`, from prefix sums
+/// (O(n), not O(n · steps)).
+pub fn edge_totals(pieces: &[u64], steps: u32) -> Vec<u64> {
+    let n = pieces.len();
+    if n == 0 {
+        return Vec::new();
+    }
+    let mut prefix = Vec::with_capacity(n + 1);
+    prefix.push(0u64);
+    for &p in pieces {
+        prefix.push(prefix[prefix.len() - 1] + p);
+    }
+    let total = prefix[n];
+    let turns = u64::from(steps) / n as u64;
+    let m = steps as usize % n;
+    (0..n)
+        .map(|i| {
+            let rest = if m <= i + 1 {
+                prefix[i + 1] - prefix[i + 1 - m]
+            } else {
+                prefix[i + 1] + total - prefix[n + i + 1 - m]
+            };
+            turns * total + rest
+        })
+        .collect()
 }
