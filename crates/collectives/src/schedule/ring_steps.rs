@@ -111,11 +111,12 @@ impl RingSteps {
     /// Per position, its first step with the bytes of all its steps: what each edge of the
     /// ring moves over the pass.
     pub fn edges(&self, channel: u32) -> impl Iterator<Item = Transfer> + '_ {
-        let totals = edge_totals(&self.pieces, self.steps);
-        (0..self.n()).map(move |i| Transfer {
-            bytes: totals[i as usize],
-            ..self.transfer(At { k: 0, i }, channel)
-        })
+        (0..self.n())
+            .zip(edge_totals(&self.pieces, self.steps))
+            .map(move |(i, bytes)| Transfer {
+                bytes,
+                ..self.transfer(At { k: 0, i }, channel)
+            })
     }
 
     /// Per rank (of `ranks` ranks), the last transfer it receives.
@@ -133,29 +134,46 @@ impl RingSteps {
 
 /// Per position of a ring of `pieces.len()` positions, the bytes it sends in `steps` steps when
 /// at step `k` position `i` sends piece `(i − k) mod n`: pieces `i, i − 1, …, i − steps + 1`,
-/// whole turns of the ring and then the `steps mod n` pieces ending at `i`, from prefix sums
-/// (O(n), not O(n · steps)).
-pub fn edge_totals(pieces: &[u64], steps: u32) -> Vec<u64> {
+/// whole turns of the ring and then the `steps mod n` pieces ending at `i`, a window slid
+/// round the ring (O(n), not O(n · steps), and nothing allocated).
+pub fn edge_totals(pieces: &[u64], steps: u32) -> impl Iterator<Item = u64> + '_ {
     let n = pieces.len();
-    if n == 0 {
-        return Vec::new();
+    let m = if n == 0 { 0 } else { steps as usize % n };
+    let turns = if n == 0 {
+        0
+    } else {
+        u64::from(steps) / n as u64
+    };
+    let base = turns * pieces.iter().sum::<u64>();
+    // The window of position 0: pieces 0, n − 1, …, n − m + 1.
+    let mut rest: u64 = (0..m).map(|j| pieces[(n - j) % n]).sum();
+    (0..n).map(move |i| {
+        if i > 0 && m > 0 {
+            rest = rest + pieces[i] - pieces[(i + n - m) % n];
+        }
+        base + rest
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::edge_totals;
+
+    #[test]
+    fn edge_totals_are_the_pieces_each_position_sends() {
+        for n in 1..7usize {
+            let pieces: Vec<u64> = (0..n as u64).map(|p| 1 + p * p * 7).collect();
+            for steps in 0..3 * n as u32 + 2 {
+                let by_step: Vec<u64> = (0..n)
+                    .map(|i| {
+                        (0..steps as usize)
+                            .map(|k| pieces[(i + n * k - k) % n])
+                            .sum()
+                    })
+                    .collect();
+                let got: Vec<u64> = edge_totals(&pieces, steps).collect();
+                assert_eq!(got, by_step, "{n} positions, {steps} steps");
+            }
+        }
     }
-    let mut prefix = Vec::with_capacity(n + 1);
-    prefix.push(0u64);
-    for &p in pieces {
-        prefix.push(prefix[prefix.len() - 1] + p);
-    }
-    let total = prefix[n];
-    let turns = u64::from(steps) / n as u64;
-    let m = steps as usize % n;
-    (0..n)
-        .map(|i| {
-            let rest = if m <= i + 1 {
-                prefix[i + 1] - prefix[i + 1 - m]
-            } else {
-                prefix[i + 1] + total - prefix[n + i + 1 - m]
-            };
-            turns * total + rest
-        })
-        .collect()
 }
