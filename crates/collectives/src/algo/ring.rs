@@ -178,7 +178,7 @@ impl Ring {
             );
         }
         let mut last = vec![NONE; req.n() as usize];
-        for (i, bytes) in edge_totals(pieces, steps).into_iter().enumerate() {
+        for (i, bytes) in edge_totals(pieces, steps).enumerate() {
             let id = s.push(self.edge(i, bytes, group, true), NONE, [NONE]);
             last[self.order[(i + 1) % n] as usize] = id;
         }
