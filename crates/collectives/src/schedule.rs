@@ -14,7 +14,14 @@
 
 use crate::layout::Ranks;
 
+mod formula;
+mod pipeline;
 mod ring_steps;
+#[cfg(test)]
+mod tests;
+
+use formula::Formula;
+use pipeline::Pipeline;
 pub use ring_steps::edge_totals;
 use ring_steps::RingSteps;
 
@@ -117,24 +124,24 @@ pub struct Group {
 
 /// Transfers, their dependencies and groups.
 ///
-/// Built by [`Schedule::push`] with each transfer's dependencies (and by
-/// [`Schedule::push_ring_steps`], a step-fidelity ring pass in closed form), then
-/// [`Schedule::finish`]ed, which turns them around into each transfer's *dependents*, the form
-/// an execution reads (what a transfer's arrival releases), so that only one of the two is ever
-/// held with the transfers.
+/// Built by [`Schedule::push`] with each transfer's dependencies, and by
+/// [`Schedule::push_ring_steps`] and [`Schedule::push_pipeline`] (a ring pass, a tree's or a
+/// chain's chunks in closed form), then [`Schedule::finish`]ed, which turns the dependencies
+/// around into each transfer's *dependents*, the form an execution reads (what a transfer's
+/// arrival releases), so that only one of the two is ever held with the transfers.
 ///
-/// Transfer ids run over *runs*: spans of transfers held one by one, and rings' steps computed
-/// from their positions ([`ring_steps`]), so that a ring's step schedule holds O(n) per ring and
-/// channel, however many steps it makes.
+/// Transfer ids run over *runs*: spans of transfers held one by one, and formulas that compute
+/// each transfer from its id ([`formula`]), so that a step schedule holds O(n) per ring, tree or
+/// chain and channel, however many steps or chunks it makes.
 #[derive(Clone, Debug)]
 pub struct Schedule {
     /// The transfers held one by one, in id order.
     transfers: Vec<Packed>,
     /// Spans of ids in order, each from its start to the next one's.
     runs: Vec<Run>,
-    rings: Vec<RingSteps>,
+    formulas: Vec<Formula>,
     len: u32,
-    /// Whether a ring would have taken the ids past `u32::MAX` (and was left out).
+    /// Whether a formula would have taken the ids past `u32::MAX` (and was left out).
     too_large: bool,
     /// Each held transfer's dependencies, in CSR form (by its place in `transfers`); no
     /// offsets until a transfer has one (a pipelined schedule's transfers have none). The
@@ -143,9 +150,9 @@ pub struct Schedule {
     deps: Vec<u32>,
     /// Once finished: each held transfer's dependents.
     dependents: Option<Csr>,
-    /// Once finished: (transfer, dependent) for the dependents of rings' transfers that their
-    /// closed form does not give (a later phase's first step, a transfer held one by one), in
-    /// order.
+    /// Once finished: (transfer, dependent) for the dependents of formulas' transfers that
+    /// their closed form does not give (a later phase's first step, a transfer held one by
+    /// one), in order.
     outside: Vec<(u32, u32)>,
     pub groups: Vec<Group>,
     /// Per group, the groups that must be done before it starts, in CSR form (an all-to-all
@@ -156,19 +163,18 @@ pub struct Schedule {
     channels: Vec<u32>,
 }
 
-/// A span of transfer ids: held transfers from `first` on in `transfers`, or ring `ring`.
+/// A span of transfer ids: held transfers from `index` on in `transfers`, or formula `index`.
 #[derive(Clone, Copy, Debug)]
 struct Run {
     start: u32,
     held: bool,
-    /// The place of the run's first transfer in `transfers`, or the ring's index.
     index: u32,
 }
 
 /// Where a transfer is kept.
 enum Kept<'a> {
     Held(usize),
-    Ring(&'a RingSteps, ring_steps::At),
+    Formula(&'a Formula),
 }
 
 impl Default for Schedule {
@@ -182,7 +188,7 @@ impl Schedule {
         Schedule {
             transfers: Vec::new(),
             runs: Vec::new(),
-            rings: Vec::new(),
+            formulas: Vec::new(),
             len: 0,
             too_large: false,
             dep_offsets: Vec::new(),
@@ -233,9 +239,13 @@ impl Schedule {
         if run.held {
             Kept::Held((run.index + (i - run.start)) as usize)
         } else {
-            let ring = &self.rings[run.index as usize];
-            Kept::Ring(ring, ring.at(i))
+            Kept::Formula(&self.formulas[run.index as usize])
         }
+    }
+
+    /// The end of run `j`'s ids.
+    fn run_end(&self, j: usize) -> u32 {
+        self.runs.get(j + 1).map_or(self.len, |r| r.start)
     }
 
     /// Adds `t`, which starts once every transfer in `deps` has arrived and, unless `prev` is
@@ -288,6 +298,29 @@ impl Schedule {
         id
     }
 
+    /// Adds `f`, numbered from the next id, on its group's `channel`; whether it fits under
+    /// 2^32 transfers (if not, it is left out and the schedule is [`Schedule::too_large`]).
+    fn push_formula(&mut self, f: Formula, channel: u32) -> bool {
+        debug_assert!(self.dependents.is_none());
+        debug_assert_eq!(f.start(), self.len);
+        self.set_channel(f.group(), channel);
+        let end = u64::from(self.len) + f.len();
+        if end >= u64::from(NONE - 1) {
+            self.too_large = true;
+            return false;
+        }
+        if f.len() > 0 {
+            self.runs.push(Run {
+                start: self.len,
+                held: false,
+                index: self.formulas.len() as u32,
+            });
+            self.len = end as u32;
+            self.formulas.push(f);
+        }
+        true
+    }
+
     /// Adds a step-fidelity ring pass in closed form on `channel` ([`ring_steps`]): `steps`
     /// steps over the positions `order` (ranks), the edge leaving each on `paths[i]`, position
     /// `i` sending piece `(i − k) mod n` at step `k`; the first step of position `i` waits for
@@ -304,10 +337,9 @@ impl Schedule {
         entry: Vec<u32>,
         ranks: usize,
     ) -> Vec<u32> {
-        debug_assert!(self.dependents.is_none());
         debug_assert!(order.len() == paths.len() && order.len() == pieces.len());
         debug_assert!(entry.is_empty() || entry.len() == order.len());
-        self.set_channel(group, channel);
+        debug_assert!(entry.iter().all(|&e| e == NONE || e < self.len));
         let ring = RingSteps {
             start: self.len,
             steps,
@@ -317,27 +349,53 @@ impl Schedule {
             pieces,
             entry,
         };
-        let end = u64::from(self.len) + ring.len();
-        if end >= u64::from(NONE - 1) {
-            self.too_large = true;
-            return vec![NONE; ranks];
-        }
-        if ring.len() == 0 {
-            return vec![NONE; ranks];
-        }
-        debug_assert!((0..ring.n()).all(|i| ring.entry(i) == NONE || ring.entry(i) < ring.start));
         let last = ring.last_received(ranks);
-        self.runs.push(Run {
-            start: self.len,
-            held: false,
-            index: self.rings.len() as u32,
-        });
-        self.len = end as u32;
-        self.rings.push(ring);
-        last
+        if self.push_formula(Formula::Ring(ring), channel) {
+            last
+        } else {
+            vec![NONE; ranks]
+        }
     }
 
-    /// Whether a ring was left out because the schedule would have passed 2^32 transfers.
+    /// Adds a pipeline in closed form on `group`'s `channel` ([`pipeline`]): `bytes` in
+    /// `chunks` chunks, each crossing the `edges` (source, destination, path) in order, edge
+    /// `q` waiting for the edges `deps[q]` (before it) of its chunk and for its previous chunk
+    /// to have left.
+    pub fn push_pipeline(
+        &mut self,
+        group: u32,
+        channel: u32,
+        chunks: u32,
+        bytes: u64,
+        edges: Vec<(u32, u32, Path)>,
+        deps: &[Vec<u32>],
+    ) {
+        debug_assert_eq!(edges.len(), deps.len());
+        debug_assert!(deps
+            .iter()
+            .enumerate()
+            .all(|(q, d)| d.iter().all(|&x| (x as usize) < q)));
+        let pairs = deps
+            .iter()
+            .enumerate()
+            .flat_map(|(q, d)| d.iter().map(move |&x| (q as u32, x)));
+        let reverse = deps
+            .iter()
+            .enumerate()
+            .flat_map(|(q, d)| d.iter().map(move |&x| (x, q as u32)));
+        let pipeline = Pipeline {
+            start: self.len,
+            chunks,
+            bytes,
+            group,
+            deps: Csr::new(edges.len(), pairs),
+            dependents: Csr::new(edges.len(), reverse),
+            edges,
+        };
+        self.push_formula(Formula::Pipeline(pipeline), channel);
+    }
+
+    /// Whether a formula was left out because the schedule would have passed 2^32 transfers.
     pub fn too_large(&self) -> bool {
         self.too_large
     }
@@ -347,12 +405,13 @@ impl Schedule {
         if self.dependents.is_some() {
             return;
         }
-        // A held transfer's dependents by a counting sort (no table but the result), a ring
-        // transfer's that its closed form does not give in a sorted list (a few per ring).
+        // A held transfer's dependents by a counting sort (no table but the result), a
+        // formula's transfer's that its closed form does not give in a sorted list (a few per
+        // formula).
         let dependents = {
             let held = self.listed_edges().filter_map(|(d, t)| match self.kept(d) {
                 Kept::Held(p) => Some((p as u32, t)),
-                Kept::Ring(..) => None,
+                Kept::Formula(_) => None,
             });
             if held.clone().next().is_none() {
                 Csr::default()
@@ -362,7 +421,7 @@ impl Schedule {
         };
         let mut outside: Vec<(u32, u32)> = self
             .listed_edges()
-            .filter(|&(d, _)| matches!(self.kept(d), Kept::Ring(..)))
+            .filter(|&(d, _)| matches!(self.kept(d), Kept::Formula(_)))
             .collect();
         outside.sort_unstable();
         self.dependents = Some(dependents);
@@ -370,13 +429,12 @@ impl Schedule {
         self.deps = Vec::new();
     }
 
-    /// Every dependency `(d, t)` that no ring's closed form gives (held transfers' dependencies,
-    /// rings' entries), by `t` in order.
+    /// Every dependency `(d, t)` that no formula gives (held transfers' dependencies, rings'
+    /// entries), by `t` in order.
     fn listed_edges(&self) -> impl Iterator<Item = (u32, u32)> + Clone + '_ {
         self.runs.iter().enumerate().flat_map(move |(j, run)| {
-            let end = self.runs.get(j + 1).map_or(self.len, |r| r.start);
             let held = run.held.then(|| {
-                (run.start..end).flat_map(move |id| {
+                (run.start..self.run_end(j)).flat_map(move |id| {
                     let h = (run.index + (id - run.start)) as usize;
                     let o = &self.dep_offsets;
                     let deps = if h + 1 < o.len() {
@@ -387,13 +445,10 @@ impl Schedule {
                     deps.iter().map(move |&d| (d, id))
                 })
             });
-            let ring = (!run.held).then(|| {
-                let r = &self.rings[run.index as usize];
-                (0..r.n())
-                    .filter(|&i| r.entry(i) != NONE)
-                    .map(|i| (r.entry(i), r.start + i))
-            });
-            held.into_iter().flatten().chain(ring.into_iter().flatten())
+            let formula = (!run.held).then(|| self.formulas[run.index as usize].entries());
+            held.into_iter()
+                .flatten()
+                .chain(formula.into_iter().flatten())
         })
     }
 
@@ -405,7 +460,7 @@ impl Schedule {
         self.len == 0
     }
 
-    /// Transfers held one by one (the rest are rings' steps in closed form).
+    /// Transfers held one by one (the rest are in closed form).
     pub fn held(&self) -> usize {
         self.transfers.len()
     }
@@ -425,7 +480,7 @@ impl Schedule {
                     step_start: p.word & STEP_START != 0,
                 }
             }
-            Kept::Ring(r, at) => r.transfer(at, self.channels[r.group as usize]),
+            Kept::Formula(f) => f.transfer(i, self.channels[f.group() as usize]),
         }
     }
 
@@ -438,7 +493,7 @@ impl Schedule {
     pub fn has_prev(&self, i: u32) -> bool {
         match self.kept(i) {
             Kept::Held(h) => self.transfers[h].word & HAS_PREV != 0,
-            Kept::Ring(_, at) => at.k > 0,
+            Kept::Formula(f) => f.has_prev(i),
         }
     }
 
@@ -451,7 +506,7 @@ impl Schedule {
                 let deps = if h + 1 < o.len() { o[h + 1] - o[h] } else { 0 };
                 deps + u32::from(self.transfers[h].word & HAS_PREV != 0)
             }
-            Kept::Ring(r, at) => r.waits(at),
+            Kept::Formula(f) => f.waits(i),
         }
     }
 
@@ -460,10 +515,9 @@ impl Schedule {
         let mut starts = Vec::new();
         for (j, run) in self.runs.iter().enumerate() {
             if run.held {
-                let end = self.runs.get(j + 1).map_or(self.len, |r| r.start);
-                starts.extend((run.start..end).filter(|&t| self.waits(t) == 0));
+                starts.extend((run.start..self.run_end(j)).filter(|&t| self.waits(t) == 0));
             } else {
-                starts.extend(self.rings[run.index as usize].starts());
+                starts.extend(self.formulas[run.index as usize].starts());
             }
         }
         starts
@@ -473,7 +527,7 @@ impl Schedule {
     pub fn next(&self, i: u32) -> u32 {
         match self.kept(i) {
             Kept::Held(h) => self.transfers[h].next,
-            Kept::Ring(r, at) => r.next(at),
+            Kept::Formula(f) => f.next(i),
         }
     }
 
@@ -485,34 +539,41 @@ impl Schedule {
             .expect("dependents are known once the schedule is finished");
         match self.kept(i) {
             Kept::Held(h) => Dependents {
-                held: finished.get(h as u32).iter(),
+                listed: finished.get(h as u32).iter(),
+                offset: 0,
                 forward: NONE,
                 outside: [].iter(),
             },
-            Kept::Ring(r, at) => {
+            Kept::Formula(f) => {
                 let from = self.outside.partition_point(|&(d, _)| d < i);
                 let to = from + self.outside[from..].partition_point(|&(d, _)| d == i);
+                let released = f.released(i);
                 Dependents {
-                    held: [].iter(),
-                    forward: r.forward(at),
+                    listed: released.listed.iter(),
+                    offset: released.offset,
+                    forward: released.forward,
                     outside: self.outside[from..to].iter(),
                 }
             }
         }
     }
 
-    /// Every transfer, but a ring's steps over one edge as one, its first step carrying the
-    /// bytes of them all: what each connection moves over the schedule, read in O(n) per ring
-    /// (where [`Schedule::transfers`] makes its channels × steps × n).
+    /// Every transfer, but the transfers of a formula's edge (a ring position's steps, a
+    /// pipeline edge's chunks) as one, its first carrying the bytes of them all: what each
+    /// connection moves over the schedule, read in O(n) per ring or pipeline (where
+    /// [`Schedule::transfers`] makes its channels × steps × n).
     pub fn sends(&self) -> impl Iterator<Item = Transfer> + '_ {
         self.runs.iter().enumerate().flat_map(move |(j, run)| {
-            let end = self.runs.get(j + 1).map_or(self.len, |r| r.start);
-            let held = run.held.then(|| (run.start..end).map(|i| self.transfer(i)));
-            let ring = (!run.held).then(|| {
-                let r = &self.rings[run.index as usize];
-                r.edges(self.channels[r.group as usize])
+            let held = run
+                .held
+                .then(|| (run.start..self.run_end(j)).map(|i| self.transfer(i)));
+            let formula = (!run.held).then(|| {
+                let f = &self.formulas[run.index as usize];
+                f.sends(self.channels[f.group() as usize])
             });
-            held.into_iter().flatten().chain(ring.into_iter().flatten())
+            held.into_iter()
+                .flatten()
+                .chain(formula.into_iter().flatten())
         })
     }
 
@@ -537,7 +598,9 @@ impl Schedule {
 /// The dependents of one transfer ([`Schedule::dependents`]).
 #[derive(Clone, Debug)]
 pub struct Dependents<'a> {
-    held: std::slice::Iter<'a, u32>,
+    /// Held dependents, or a pipeline's edges from `offset`.
+    listed: std::slice::Iter<'a, u32>,
+    offset: u32,
     /// A ring step's successor that forwards its data.
     forward: u32,
     outside: std::slice::Iter<'a, (u32, u32)>,
@@ -547,8 +610,8 @@ impl Iterator for Dependents<'_> {
     type Item = u32;
 
     fn next(&mut self) -> Option<u32> {
-        if let Some(&t) = self.held.next() {
-            return Some(t);
+        if let Some(&t) = self.listed.next() {
+            return Some(t + self.offset);
         }
         if self.forward != NONE {
             return Some(std::mem::replace(&mut self.forward, NONE));
@@ -596,243 +659,18 @@ impl Csr {
 
 /// `total` split into `parts` sizes that differ by at most one and sum to `total`.
 pub fn split(total: u64, parts: u32) -> Vec<u64> {
-    let parts = u64::from(parts.max(1));
-    (0..parts)
-        .map(|i| (i + 1) * total / parts - i * total / parts)
+    (0..parts.max(1))
+        .map(|i| split_piece(total, parts, i))
         .collect()
+}
+
+/// Piece `i` of [`split`]`(total, parts)`.
+pub fn split_piece(total: u64, parts: u32, i: u32) -> u64 {
+    let (parts, i) = (u64::from(parts.max(1)), u64::from(i));
+    (i + 1) * total / parts - i * total / parts
 }
 
 /// How many chunks of at most `chunk` bytes `bytes` makes (at least one).
 pub fn chunk_count(bytes: u64, chunk: u64) -> u32 {
     bytes.div_ceil(chunk.max(1)).clamp(1, u64::from(u32::MAX)) as u32
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn transfer(src: u32, dst: u32, bytes: u64, path: Path, group: u32) -> Transfer {
-        Transfer {
-            src,
-            dst,
-            bytes,
-            channel: 3,
-            path,
-            group,
-            step_start: src.is_multiple_of(2),
-        }
-    }
-
-    #[test]
-    fn a_transfer_is_held_in_28_bytes_and_read_back_whole() {
-        assert_eq!(std::mem::size_of::<Packed>(), 28);
-        let mut s = Schedule::new();
-        let g = s.add_group(Group::default(), []);
-        let paths = [
-            Path::Direct,
-            Path::Via(RANK_MASK),
-            Path::NvlsUp,
-            Path::NvlsDown,
-        ];
-        let mut ids = Vec::new();
-        for (i, &path) in paths.iter().enumerate() {
-            let t = transfer(i as u32, 7, (5 << 40) + i as u64, path, g);
-            let prev = ids.last().copied().unwrap_or(NONE);
-            ids.push(s.push(t, prev, [NONE]));
-            assert_eq!(s.transfer(ids[i]), t);
-        }
-        assert!(!s.has_prev(ids[0]) && s.has_prev(ids[3]));
-        assert_eq!((s.next(ids[0]), s.next(ids[3])), (ids[1], NONE));
-    }
-
-    #[test]
-    fn finishing_turns_every_dependency_into_a_dependent() {
-        // Transfer t depends on every earlier transfer that divides it (1-based).
-        let mut s = Schedule::new();
-        let g = s.add_group(Group::default(), []);
-        let n = 40u32;
-        let deps = |t: u32| (0..t).filter(move |&d| (t + 1).is_multiple_of(d + 1));
-        for t in 0..n {
-            s.push(transfer(t, t + 1, 1, Path::Direct, g), NONE, deps(t));
-        }
-        s.finish();
-        for d in 0..n {
-            let expected: Vec<u32> = (d + 1..n).filter(|&t| deps(t).any(|x| x == d)).collect();
-            let got: Vec<u32> = s.dependents(d).collect();
-            assert_eq!(got, expected, "dependents of {d}");
-        }
-    }
-
-    /// A ring pass pushed as `push_ring_steps` does in closed form, one transfer at a time: the
-    /// oracle of the closed form.
-    fn held_ring(s: &mut Schedule, g: u32, ring: &RingCase, ranks: usize) -> Vec<u32> {
-        let n = ring.order.len();
-        let mut prev_step: Vec<u32> = Vec::new();
-        for k in 0..ring.steps as usize {
-            let this: Vec<u32> = (0..n)
-                .map(|i| {
-                    let t = Transfer {
-                        src: ring.order[i],
-                        dst: ring.order[(i + 1) % n],
-                        bytes: ring.pieces[(i + n * k - k) % n],
-                        channel: 3,
-                        path: ring.paths[i],
-                        group: g,
-                        step_start: true,
-                    };
-                    let (dep, prev) = if k == 0 {
-                        (ring.entry.get(i).copied().unwrap_or(NONE), NONE)
-                    } else {
-                        (prev_step[(i + n - 1) % n], prev_step[i])
-                    };
-                    s.push(t, prev, [dep])
-                })
-                .collect();
-            prev_step = this;
-        }
-        let mut last = vec![NONE; ranks];
-        for (i, &t) in prev_step.iter().enumerate() {
-            last[ring.order[(i + 1) % n] as usize] = t;
-        }
-        last
-    }
-
-    #[derive(Clone)]
-    struct RingCase {
-        order: Vec<u32>,
-        paths: Vec<Path>,
-        pieces: Vec<u64>,
-        steps: u32,
-        entry: Vec<u32>,
-    }
-
-    /// The same schedule twice, its rings in closed form and held: held transfers, a ring
-    /// waiting for them, held transfers waiting for the ring, and a last ring waiting for those.
-    fn both(ranks: u32) -> (Schedule, Schedule) {
-        let mut out = [Schedule::new(), Schedule::new()];
-        for (closed, s) in out.iter_mut().enumerate() {
-            let closed = closed == 0;
-            let g = s.add_group(Group::default(), []);
-            let first: Vec<u32> = (0..ranks)
-                .map(|r| {
-                    s.push(
-                        transfer(r, (r + 1) % ranks, 10 + u64::from(r), Path::Direct, g),
-                        NONE,
-                        [NONE],
-                    )
-                })
-                .collect();
-            let order: Vec<u32> = (0..ranks).rev().collect();
-            let mut case = RingCase {
-                order: order.clone(),
-                paths: (0..ranks)
-                    .map(|r| {
-                        if r % 3 == 0 {
-                            Path::Via(r)
-                        } else {
-                            Path::Direct
-                        }
-                    })
-                    .collect(),
-                pieces: (0..ranks).map(|r| 100 + u64::from(r)).collect(),
-                steps: 2 * (ranks - 1),
-                entry: order
-                    .iter()
-                    .map(|&r| if r % 2 == 0 { first[r as usize] } else { NONE })
-                    .collect(),
-            };
-            let push = |s: &mut Schedule, case: &RingCase| {
-                if closed {
-                    s.push_ring_steps(
-                        g,
-                        3,
-                        case.steps,
-                        case.order.clone(),
-                        case.paths.clone(),
-                        case.pieces.clone(),
-                        case.entry.clone(),
-                        ranks as usize,
-                    )
-                } else {
-                    held_ring(s, g, case, ranks as usize)
-                }
-            };
-            let last = push(s, &case);
-            let after: Vec<u32> = (0..ranks)
-                .map(|r| {
-                    s.push(
-                        transfer(r, r, 7, Path::NvlsUp, g),
-                        NONE,
-                        [last[r as usize], first[0]],
-                    )
-                })
-                .collect();
-            case.entry = case.order.iter().map(|&r| after[r as usize]).collect();
-            case.steps = ranks - 1;
-            push(s, &case);
-            s.finish();
-        }
-        let [closed, held] = out;
-        (closed, held)
-    }
-
-    #[test]
-    fn a_ring_in_closed_form_is_the_ring_held_one_transfer_at_a_time() {
-        for ranks in [2, 3, 8] {
-            let (closed, held) = both(ranks);
-            assert_eq!(closed.len(), held.len());
-            assert_eq!(
-                closed.held(),
-                2 * ranks as usize,
-                "only the transfers pushed one by one"
-            );
-            assert!(closed.transfers().eq(held.transfers()));
-            let by_edge = |s: &Schedule, all: bool| {
-                let mut bytes = std::collections::BTreeMap::new();
-                let sends: Vec<Transfer> = if all {
-                    s.transfers().collect()
-                } else {
-                    s.sends().collect()
-                };
-                for t in sends {
-                    *bytes.entry((t.src, t.dst, t.group)).or_insert(0) += t.bytes;
-                }
-                bytes
-            };
-            assert_eq!(
-                by_edge(&closed, false),
-                by_edge(&held, true),
-                "bytes per edge"
-            );
-            assert!(closed.sends().count() < held.transfers().count());
-            assert_eq!(closed.starts(), held.starts());
-            for t in 0..held.len() as u32 {
-                assert_eq!(closed.has_prev(t), held.has_prev(t), "{t}");
-                assert_eq!(closed.next(t), held.next(t), "{t}");
-                assert_eq!(closed.waits(t), held.waits(t), "{t}");
-                let (a, b): (Vec<u32>, Vec<u32>) =
-                    (closed.dependents(t).collect(), held.dependents(t).collect());
-                assert_eq!(a, b, "dependents of {t}");
-            }
-        }
-    }
-
-    #[test]
-    fn a_ring_past_two_to_the_32_transfers_is_refused() {
-        let mut s = Schedule::new();
-        let g = s.add_group(Group::default(), []);
-        let n = 1 << 16;
-        let last = s.push_ring_steps(
-            g,
-            0,
-            n,
-            (0..n).collect(),
-            vec![Path::Direct; n as usize],
-            vec![1; n as usize],
-            Vec::new(),
-            n as usize,
-        );
-        assert!(s.too_large() && s.is_empty());
-        assert!(last.iter().all(|&t| t == NONE));
-    }
 }

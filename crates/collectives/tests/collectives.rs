@@ -553,3 +553,53 @@ fn a_step_ring_holds_its_transfers_in_flight_not_its_schedule() {
         );
     }
 }
+
+/// The same of a step tree all-reduce and a chain broadcast: the schedule keeps the edges a
+/// chunk crosses, not the chunks. The run holds the transfers with a dependency met and not yet
+/// arrived. With no limit on the chunks a connection may run ahead (NCCL's `NCCL_STEPS` slots
+/// are not modelled), chunks wait at a host's head behind its slower network edge. Those
+/// waiting chunks are under way, and here they stay under a tenth of the transfers.
+#[test]
+fn a_step_tree_and_chain_hold_their_chunks_in_flight_not_their_schedule() {
+    use fabricsim_netsim::{FlowEngine, Network};
+    use fabricsim_routing::Router;
+    use std::sync::Arc;
+    let topo = zone();
+    for (op, algorithm, edges_per_rank) in [
+        (Collective::AllReduce, Algorithm::Tree, 2),
+        (Collective::Broadcast, Algorithm::Ring, 1),
+    ] {
+        for n in [16, 64, 256] {
+            for size in [64u64 << 20, 256 << 20] {
+                let r = ranks(&topo, n, Placement::Contiguous);
+                let mut req = request(&r, op, algorithm, size, Fidelity::Step);
+                req.channels = 2;
+                let sched = plan(&req).unwrap();
+                let chunks = (size / 2 / DEFAULT_CHUNK) as usize;
+                let edges = edges_per_rank * (n - 1) * 2;
+                assert_eq!(sched.len(), chunks * edges, "{op:?} on {n} ranks");
+                assert_eq!(sched.held(), 0, "{op:?} on {n} ranks: in closed form");
+                let router = Router::new(&topo, Policy::Ecmp, HashConfig::default());
+                let mut net = Network::new(&topo, router, FlowEngine::new(&topo));
+                let transport = bench(
+                    op,
+                    algorithm,
+                    Routing::Hashed(Policy::Ecmp),
+                    1,
+                    Fidelity::Step,
+                )
+                .transport;
+                let outcome =
+                    fabricsim_collectives::exec::run(&mut net, Arc::new(sched), &req, transport)
+                        .unwrap();
+                assert_eq!(outcome.flows, (chunks * edges) as u64);
+                assert!(
+                    outcome.most_held * 10 <= chunks * edges,
+                    "{op:?} on {n} ranks, {chunks} chunks: held {} of {} transfers at once",
+                    outcome.most_held,
+                    chunks * edges
+                );
+            }
+        }
+    }
+}

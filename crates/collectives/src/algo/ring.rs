@@ -199,35 +199,31 @@ impl Ring {
             },
             Vec::new(),
         );
-        // Edge e of the chain in sending order: position e -> e+1 outward, e+1 -> e inward.
-        let edge = |e: usize, bytes: u64, step_start: bool| -> Transfer {
-            let mut t = self.edge(e, bytes, group, step_start);
-            if toward_root {
-                std::mem::swap(&mut t.src, &mut t.dst);
-                // Inward edges stay inside a host or go straight between entries.
-                t.path = Path::Direct;
-            }
-            t
-        };
+        // Edge e of the chain in sending order: position e -> e+1 outward, e+1 -> e inward
+        // (inward edges stay inside a host or go straight between entries); each waits for the
+        // one before it in its chunk.
         let order: Vec<usize> = if toward_root {
             (0..n - 1).rev().collect()
         } else {
             (0..n - 1).collect()
         };
-        let chunks = if req.step() {
-            split(bytes, nominal)
-        } else {
-            vec![bytes]
-        };
-        let mut prev_chunk = vec![NONE; n - 1];
-        for (j, &c) in chunks.iter().enumerate() {
-            let mut upstream = NONE;
-            for &e in &order {
-                let id = s.push(edge(e, c, j == 0), prev_chunk[e], [upstream]);
-                prev_chunk[e] = id;
-                upstream = id;
-            }
-        }
+        let edges: Vec<(u32, u32, Path)> = order
+            .iter()
+            .map(|&e| {
+                let t = self.edge(e, 0, group, false);
+                if toward_root {
+                    (t.dst, t.src, Path::Direct)
+                } else {
+                    (t.src, t.dst, t.path)
+                }
+            })
+            .collect();
+        let deps: Vec<Vec<u32>> = (0..edges.len() as u32)
+            .map(|q| if q == 0 { Vec::new() } else { vec![q - 1] })
+            .collect();
+        // Step fidelity: the bytes in chunks; pipelined: one transfer per edge.
+        let chunks = if req.step() { nominal } else { 1 };
+        s.push_pipeline(group, self.channel, chunks, bytes, edges, &deps);
     }
 }
 

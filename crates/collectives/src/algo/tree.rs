@@ -11,7 +11,7 @@
 
 use super::Request;
 use crate::op::Collective;
-use crate::schedule::{chunk_count, split, Group, Path, Schedule, Transfer, NONE};
+use crate::schedule::{chunk_count, split, Group, Path, Schedule, NONE};
 
 /// The rank-level tree of one channel: each rank's parent ([`NONE`] for the root), and the ranks
 /// from the root outward (parents before children).
@@ -154,57 +154,41 @@ pub(super) fn plan(req: &Request<'_>, s: &mut Schedule) {
             Vec::new(),
         );
         let n = req.n() as usize;
-        let edge = |src: u32, dst: u32, bytes: u64, step_start: bool| Transfer {
-            src,
-            dst,
-            bytes,
-            channel: c,
-            path: Path::Direct,
-            group,
-            step_start,
-        };
-        let chunks = if req.step() {
-            split(bytes, nominal)
-        } else {
-            vec![bytes]
-        };
-        // Per rank: its last up transfer (to its parent) and down transfer (from its parent).
-        let (mut last_up, mut last_down) = (vec![NONE; n], vec![NONE; n]);
+        // The edges every chunk crosses, each with the edges of its chunk it waits for: up
+        // the tree from the leaves (a rank's send to its parent waits for its children's), then
+        // down from the root (a send waits for the one into its sender; the root's, for every
+        // send up into it).
+        let mut edges: Vec<(u32, u32, Path)> = Vec::new();
+        let mut deps: Vec<Vec<u32>> = Vec::new();
         let mut received_up: Vec<Vec<u32>> = vec![Vec::new(); n];
-        for (j, &chunk) in chunks.iter().enumerate() {
-            received_up.iter_mut().for_each(Vec::clear);
-            if up {
-                for &r in tree.outward.iter().rev() {
-                    let p = tree.parent[r as usize];
-                    if p == NONE {
-                        continue;
-                    }
-                    let deps = std::mem::take(&mut received_up[r as usize]);
-                    let id = s.push(edge(r, p, chunk, j == 0), last_up[r as usize], deps);
-                    last_up[r as usize] = id;
-                    received_up[p as usize].push(id);
+        if up {
+            for &r in tree.outward.iter().rev() {
+                let p = tree.parent[r as usize];
+                if p == NONE {
+                    continue;
                 }
-            }
-            if down {
-                let root = tree.outward[0] as usize;
-                let mut got = vec![NONE; n];
-                for &r in &tree.outward[1..] {
-                    let p = tree.parent[r as usize] as usize;
-                    let deps: Vec<u32> = if p == root {
-                        received_up[root].clone()
-                    } else {
-                        vec![got[p]]
-                    };
-                    let id = s.push(
-                        edge(p as u32, r, chunk, j == 0),
-                        last_down[r as usize],
-                        deps,
-                    );
-                    last_down[r as usize] = id;
-                    got[r as usize] = id;
-                }
+                deps.push(std::mem::take(&mut received_up[r as usize]));
+                received_up[p as usize].push(edges.len() as u32);
+                edges.push((r, p, Path::Direct));
             }
         }
+        if down {
+            let root = tree.outward[0] as usize;
+            let mut got = vec![NONE; n];
+            for &r in &tree.outward[1..] {
+                let p = tree.parent[r as usize] as usize;
+                deps.push(if p == root {
+                    received_up[root].clone()
+                } else {
+                    vec![got[p]]
+                });
+                got[r as usize] = edges.len() as u32;
+                edges.push((p as u32, r, Path::Direct));
+            }
+        }
+        // Step fidelity: the bytes in chunks; pipelined: one transfer per edge.
+        let chunks = if req.step() { nominal } else { 1 };
+        s.push_pipeline(group, c, chunks, bytes, edges, &deps);
     }
 }
 

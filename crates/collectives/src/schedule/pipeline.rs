@@ -1,0 +1,92 @@
+//! A pipeline's chunks in closed form: a pattern of edges (a tree's sends up and down, a
+//! chain's hops) that every chunk crosses, each edge waiting for some edges before it in the
+//! same chunk (the data it forwards or reduces) and for its own previous chunk to have left.
+//! A step-fidelity tree or chain of `C` chunks over `P` edges is `C · P` transfers; it holds
+//! the `P` edges.
+//!
+//! Transfer `(j, q)` is chunk `j` on edge `q`, numbered `start + j·P + q`: the order in which
+//! pushing the chunks one after another, each edge in pattern order, would have numbered them.
+
+use super::{split_piece, Csr, Path, Transfer, NONE};
+
+#[derive(Clone, Debug)]
+pub(super) struct Pipeline {
+    pub start: u32,
+    pub chunks: u32,
+    /// An edge's bytes over all chunks, split as [`super::split`] splits them.
+    pub bytes: u64,
+    pub group: u32,
+    /// Per edge: source, destination, path.
+    pub edges: Vec<(u32, u32, Path)>,
+    /// Per edge, the edges of its chunk it waits for (each before it), and the reverse.
+    pub deps: Csr,
+    pub dependents: Csr,
+}
+
+impl Pipeline {
+    fn p(&self) -> u32 {
+        self.edges.len() as u32
+    }
+
+    /// How many transfers the pipeline holds: `chunks · P`.
+    pub fn len(&self) -> u64 {
+        u64::from(self.chunks) * u64::from(self.p())
+    }
+
+    /// Chunk and edge of transfer `id`.
+    pub fn at(&self, id: u32) -> (u32, u32) {
+        let local = id - self.start;
+        (local / self.p(), local % self.p())
+    }
+
+    pub fn transfer(&self, id: u32, channel: u32) -> Transfer {
+        let (j, q) = self.at(id);
+        let (src, dst, path) = self.edges[q as usize];
+        Transfer {
+            src,
+            dst,
+            bytes: split_piece(self.bytes, self.chunks, j),
+            channel,
+            path,
+            group: self.group,
+            step_start: j == 0,
+        }
+    }
+
+    pub fn waits(&self, id: u32) -> u32 {
+        let (j, q) = self.at(id);
+        self.deps.get(q).len() as u32 + u32::from(j > 0)
+    }
+
+    /// The same edge's next chunk, or [`NONE`] after the last.
+    pub fn next(&self, id: u32) -> u32 {
+        let (j, _) = self.at(id);
+        if j + 1 < self.chunks {
+            id + self.p()
+        } else {
+            NONE
+        }
+    }
+
+    /// The edges of `id`'s chunk that wait for it, and the id of that chunk's first edge.
+    pub fn dependents(&self, id: u32) -> (&[u32], u32) {
+        let (j, q) = self.at(id);
+        (self.dependents.get(q), self.start + j * self.p())
+    }
+
+    /// The first chunk's edges that wait for nothing, in order.
+    pub fn starts(&self) -> impl Iterator<Item = u32> + '_ {
+        let p = if self.chunks == 0 { 0 } else { self.p() };
+        (0..p)
+            .filter(|&q| self.deps.get(q).is_empty())
+            .map(|q| self.start + q)
+    }
+
+    /// Per edge, its first chunk with the bytes of all its chunks.
+    pub fn edges(&self, channel: u32) -> impl Iterator<Item = Transfer> + '_ {
+        (0..self.p()).map(move |q| Transfer {
+            bytes: self.bytes,
+            ..self.transfer(self.start + q, channel)
+        })
+    }
+}
