@@ -358,23 +358,18 @@ impl Schedule {
     }
 
     /// Adds a pipeline in closed form on `group`'s `channel` ([`pipeline`]): `bytes` in
-    /// `chunks` chunks, each crossing the `edges` (source, destination, path) in order, edge
-    /// `q` waiting for the edges `deps[q]` (before it) of its chunk and for its previous chunk
-    /// to have left.
+    /// `chunks` chunks, each crossing the pattern's edges in order, each edge waiting for its
+    /// dependencies in the pattern (edges before it, in the same chunk) and for its previous
+    /// chunk to have left.
     pub fn push_pipeline(
         &mut self,
         group: u32,
         channel: u32,
         chunks: u32,
         bytes: u64,
-        edges: Vec<(u32, u32, Path)>,
-        deps: &[Vec<u32>],
+        pattern: Pattern,
     ) {
-        debug_assert_eq!(edges.len(), deps.len());
-        debug_assert!(deps
-            .iter()
-            .enumerate()
-            .all(|(q, d)| d.iter().all(|&x| (x as usize) < q)));
+        let Pattern { edges, deps } = pattern;
         let pairs = deps
             .iter()
             .enumerate()
@@ -617,6 +612,28 @@ impl Iterator for Dependents<'_> {
             return Some(std::mem::replace(&mut self.forward, NONE));
         }
         self.outside.next().map(|&(_, t)| t)
+    }
+}
+
+/// The edges every chunk of a pipeline crosses ([`Schedule::push_pipeline`]), in order, each
+/// with the edges before it that it waits for in its chunk.
+#[derive(Clone, Debug, Default)]
+pub struct Pattern {
+    edges: Vec<(u32, u32, Path)>,
+    deps: Vec<Vec<u32>>,
+}
+
+impl Pattern {
+    /// Adds the edge `src -> dst` on `path`, waiting for the edges `deps`; returns its index.
+    pub fn add(&mut self, src: u32, dst: u32, path: Path, deps: Vec<u32>) -> u32 {
+        let q = self.edges.len() as u32;
+        debug_assert!(
+            deps.iter().all(|&d| d < q),
+            "an edge waits for edges before it"
+        );
+        self.edges.push((src, dst, path));
+        self.deps.push(deps);
+        q
     }
 }
 

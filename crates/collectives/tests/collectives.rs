@@ -554,7 +554,7 @@ fn a_step_ring_holds_its_transfers_in_flight_not_its_schedule() {
     }
 }
 
-/// The same of a step tree all-reduce and a chain broadcast: the schedule keeps the edges a
+/// The same of a step tree all-reduce, a chain broadcast and an NVLS tree: the schedule keeps the edges a
 /// chunk crosses, not the chunks. The run holds the transfers with a dependency met and not yet
 /// arrived. With no limit on the chunks a connection may run ahead (NCCL's `NCCL_STEPS` slots
 /// are not modelled), chunks wait at a host's head behind its slower network edge. Those
@@ -565,10 +565,18 @@ fn a_step_tree_and_chain_hold_their_chunks_in_flight_not_their_schedule() {
     use fabricsim_routing::Router;
     use std::sync::Arc;
     let topo = zone();
-    for (op, algorithm, edges_per_rank) in [
-        (Collective::AllReduce, Algorithm::Tree, 2),
-        (Collective::Broadcast, Algorithm::Ring, 1),
-    ] {
+    // Edges per channel on n ranks: a tree's up and down, a chain's hops, an NVLS tree's sends
+    // into and out of each switch (the ranks', the heads' reduced copy and multicast) and its
+    // host tree's up and down.
+    type EdgesPerChannel = fn(usize) -> usize;
+    let cases: [(Collective, Algorithm, EdgesPerChannel); 3] = [
+        (Collective::AllReduce, Algorithm::Tree, |n| 2 * (n - 1)),
+        (Collective::Broadcast, Algorithm::Ring, |n| n - 1),
+        (Collective::AllReduce, Algorithm::NvlsTree, |n| {
+            2 * n + 4 * (n / 8) - 2
+        }),
+    ];
+    for (op, algorithm, edges_per_channel) in cases {
         for n in [16, 64, 256] {
             for size in [64u64 << 20, 256 << 20] {
                 let r = ranks(&topo, n, Placement::Contiguous);
@@ -576,7 +584,7 @@ fn a_step_tree_and_chain_hold_their_chunks_in_flight_not_their_schedule() {
                 req.channels = 2;
                 let sched = plan(&req).unwrap();
                 let chunks = (size / 2 / DEFAULT_CHUNK) as usize;
-                let edges = edges_per_rank * (n - 1) * 2;
+                let edges = edges_per_channel(n) * 2;
                 assert_eq!(sched.len(), chunks * edges, "{op:?} on {n} ranks");
                 assert_eq!(sched.held(), 0, "{op:?} on {n} ranks: in closed form");
                 let router = Router::new(&topo, Policy::Ecmp, HashConfig::default());

@@ -11,7 +11,7 @@
 
 use super::tree::btree_parents;
 use super::Request;
-use crate::schedule::{chunk_count, split, Group, Path, Schedule, Transfer, NONE};
+use crate::schedule::{chunk_count, split, Group, Path, Pattern, Schedule, NONE};
 use crate::PlanError;
 
 /// The host tree of one channel: each host's parent (`usize::MAX` for the root), the hosts from
@@ -66,81 +66,47 @@ pub(super) fn plan(req: &Request<'_>, s: &mut Schedule) -> Result<(), PlanError>
             .iter()
             .map(|local| local[c as usize % local.len()])
             .collect();
-        let chunks = if req.step() {
-            split(bytes, nominal)
-        } else {
-            vec![bytes]
-        };
-        let n = req.n() as usize;
-        // Per rank (or per host, for tree edges): the last transfer of each kind, so a
-        // connection sends its chunks in order.
-        let (mut last_up, mut last_down) = (vec![NONE; n], vec![NONE; n]);
-        let (mut last_reduced, mut last_cast) = (vec![NONE; h], vec![NONE; h]);
-        let (mut last_tree_up, mut last_tree_down) = (vec![NONE; h], vec![NONE; h]);
-        for (j, &chunk) in chunks.iter().enumerate() {
-            let t = |src: u32, dst: u32, path: Path| Transfer {
-                src,
-                dst,
-                bytes: chunk,
-                channel: c,
-                path,
-                group,
-                step_start: j == 0,
-            };
-            // Inside each host: every rank into the switch, the reduction out to the head.
-            let mut reduced = vec![NONE; h];
-            for (x, local) in hosts.iter().enumerate() {
-                let ups: Vec<u32> = local
-                    .iter()
-                    .map(|&r| {
-                        let id = s.push(t(r, r, Path::NvlsUp), last_up[r as usize], [NONE]);
-                        last_up[r as usize] = id;
-                        id
-                    })
-                    .collect();
-                let hd = heads[x];
-                reduced[x] = s.push(t(hd, hd, Path::NvlsDown), last_reduced[x], ups);
-                last_reduced[x] = reduced[x];
+        // The edges every chunk crosses, each with the edges of its chunk it waits for.
+        let mut pattern = Pattern::default();
+        let mut reduced = vec![NONE; h];
+        for (x, local) in hosts.iter().enumerate() {
+            let ups: Vec<u32> = local
+                .iter()
+                .map(|&r| pattern.add(r, r, Path::NvlsUp, Vec::new()))
+                .collect();
+            let hd = heads[x];
+            reduced[x] = pattern.add(hd, hd, Path::NvlsDown, ups);
+        }
+        let mut from_children: Vec<Vec<u32>> = vec![Vec::new(); h];
+        for &x in outward.iter().rev() {
+            let p = parent[x];
+            if p == usize::MAX {
+                continue;
             }
-            // Up the tree, leaves first: a head sends once its own reduction and its children's
-            // sums have arrived.
-            let mut from_children: Vec<Vec<u32>> = vec![Vec::new(); h];
-            for &x in outward.iter().rev() {
-                let p = parent[x];
-                if p == usize::MAX {
-                    continue;
-                }
-                let mut deps = std::mem::take(&mut from_children[x]);
-                deps.push(reduced[x]);
-                let id = s.push(t(heads[x], heads[p], Path::Direct), last_tree_up[x], deps);
-                last_tree_up[x] = id;
-                from_children[p].push(id);
+            let mut deps = std::mem::take(&mut from_children[x]);
+            deps.push(reduced[x]);
+            let q = pattern.add(heads[x], heads[p], Path::Direct, deps);
+            from_children[p].push(q);
+        }
+        let root = outward[0];
+        let mut have: Vec<Vec<u32>> = vec![Vec::new(); h];
+        have[root] = std::mem::take(&mut from_children[root]);
+        have[root].push(reduced[root]);
+        for &x in &outward {
+            let p = parent[x];
+            if p != usize::MAX {
+                let q = pattern.add(heads[p], heads[x], Path::Direct, have[p].clone());
+                have[x] = vec![q];
             }
-            // Down the tree from the root, then each head multicasts to its host.
-            let root = outward[0];
-            let mut have: Vec<Vec<u32>> = vec![Vec::new(); h];
-            have[root] = std::mem::take(&mut from_children[root]);
-            have[root].push(reduced[root]);
-            for &x in &outward {
-                let p = parent[x];
-                if p != usize::MAX {
-                    let id = s.push(
-                        t(heads[p], heads[x], Path::Direct),
-                        last_tree_down[x],
-                        have[p].clone(),
-                    );
-                    last_tree_down[x] = id;
-                    have[x] = vec![id];
-                }
-                let hd = heads[x];
-                let cast = s.push(t(hd, hd, Path::NvlsUp), last_cast[x], have[x].clone());
-                last_cast[x] = cast;
-                for &r in &hosts[x] {
-                    let id = s.push(t(r, r, Path::NvlsDown), last_down[r as usize], [cast]);
-                    last_down[r as usize] = id;
-                }
+            let hd = heads[x];
+            let cast = pattern.add(hd, hd, Path::NvlsUp, have[x].clone());
+            for &r in &hosts[x] {
+                pattern.add(r, r, Path::NvlsDown, vec![cast]);
             }
         }
+        // Step fidelity: the bytes in chunks; pipelined: one transfer per edge.
+        let chunks = if req.step() { nominal } else { 1 };
+        s.push_pipeline(group, c, chunks, bytes, pattern);
     }
     Ok(())
 }

@@ -14,7 +14,9 @@ use rustc_hash::FxHashMap;
 use super::Request;
 use crate::layout::Ranks;
 use crate::op::Collective;
-use crate::schedule::{chunk_count, edge_totals, split, Group, Path, Schedule, Transfer, NONE};
+use crate::schedule::{
+    chunk_count, edge_totals, split, Group, Path, Pattern, Schedule, Transfer, NONE,
+};
 
 /// A ring of some ranks in one channel: positions, and the path of the edge leaving each.
 pub(super) struct Ring {
@@ -207,23 +209,24 @@ impl Ring {
         } else {
             (0..n - 1).collect()
         };
-        let edges: Vec<(u32, u32, Path)> = order
-            .iter()
-            .map(|&e| {
-                let t = self.edge(e, 0, group, false);
-                if toward_root {
-                    (t.dst, t.src, Path::Direct)
-                } else {
-                    (t.src, t.dst, t.path)
-                }
-            })
-            .collect();
-        let deps: Vec<Vec<u32>> = (0..edges.len() as u32)
-            .map(|q| if q == 0 { Vec::new() } else { vec![q - 1] })
-            .collect();
+        let mut pattern = Pattern::default();
+        for (q, &e) in order.iter().enumerate() {
+            let t = self.edge(e, 0, group, false);
+            let (src, dst, path) = if toward_root {
+                (t.dst, t.src, Path::Direct)
+            } else {
+                (t.src, t.dst, t.path)
+            };
+            let upstream = if q == 0 {
+                Vec::new()
+            } else {
+                vec![q as u32 - 1]
+            };
+            pattern.add(src, dst, path, upstream);
+        }
         // Step fidelity: the bytes in chunks; pipelined: one transfer per edge.
         let chunks = if req.step() { nominal } else { 1 };
-        s.push_pipeline(group, self.channel, chunks, bytes, edges, &deps);
+        s.push_pipeline(group, self.channel, chunks, bytes, pattern);
     }
 }
 

@@ -11,7 +11,7 @@
 
 use super::Request;
 use crate::op::Collective;
-use crate::schedule::{chunk_count, split, Group, Path, Schedule, NONE};
+use crate::schedule::{chunk_count, split, Group, Path, Pattern, Schedule, NONE};
 
 /// The rank-level tree of one channel: each rank's parent ([`NONE`] for the root), and the ranks
 /// from the root outward (parents before children).
@@ -158,8 +158,7 @@ pub(super) fn plan(req: &Request<'_>, s: &mut Schedule) {
         // the tree from the leaves (a rank's send to its parent waits for its children's), then
         // down from the root (a send waits for the one into its sender; the root's, for every
         // send up into it).
-        let mut edges: Vec<(u32, u32, Path)> = Vec::new();
-        let mut deps: Vec<Vec<u32>> = Vec::new();
+        let mut pattern = Pattern::default();
         let mut received_up: Vec<Vec<u32>> = vec![Vec::new(); n];
         if up {
             for &r in tree.outward.iter().rev() {
@@ -167,9 +166,9 @@ pub(super) fn plan(req: &Request<'_>, s: &mut Schedule) {
                 if p == NONE {
                     continue;
                 }
-                deps.push(std::mem::take(&mut received_up[r as usize]));
-                received_up[p as usize].push(edges.len() as u32);
-                edges.push((r, p, Path::Direct));
+                let deps = std::mem::take(&mut received_up[r as usize]);
+                let q = pattern.add(r, p, Path::Direct, deps);
+                received_up[p as usize].push(q);
             }
         }
         if down {
@@ -177,18 +176,17 @@ pub(super) fn plan(req: &Request<'_>, s: &mut Schedule) {
             let mut got = vec![NONE; n];
             for &r in &tree.outward[1..] {
                 let p = tree.parent[r as usize] as usize;
-                deps.push(if p == root {
+                let deps = if p == root {
                     received_up[root].clone()
                 } else {
                     vec![got[p]]
-                });
-                got[r as usize] = edges.len() as u32;
-                edges.push((p as u32, r, Path::Direct));
+                };
+                got[r as usize] = pattern.add(p as u32, r, Path::Direct, deps);
             }
         }
         // Step fidelity: the bytes in chunks; pipelined: one transfer per edge.
         let chunks = if req.step() { nominal } else { 1 };
-        s.push_pipeline(group, c, chunks, bytes, edges, &deps);
+        s.push_pipeline(group, c, chunks, bytes, pattern);
     }
 }
 

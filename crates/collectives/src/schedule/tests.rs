@@ -217,7 +217,7 @@ fn a_ring_in_closed_form_is_the_ring_held_one_transfer_at_a_time() {
 /// A pipeline of `chunks` chunks over a little tree's edges (three leaves up into a root, then
 /// down again), with a held transfer before it and one waiting for its last chunk's edges.
 fn pipeline_both(chunks: u32) -> (Schedule, Schedule) {
-    let edges = vec![
+    let edges = [
         (1, 0, Path::Direct),
         (2, 0, Path::Via(5)),
         (3, 1, Path::Direct),
@@ -240,7 +240,11 @@ fn pipeline_both(chunks: u32) -> (Schedule, Schedule) {
         let first = s.push(transfer(0, 4, 9, Path::Direct, g), NONE, [NONE]);
         let start = s.len() as u32;
         if closed == 0 {
-            s.push_pipeline(g, 3, chunks, bytes, edges.clone(), &deps);
+            let mut pattern = Pattern::default();
+            for (&(src, dst, path), d) in edges.iter().zip(&deps) {
+                pattern.add(src, dst, path, d.clone());
+            }
+            s.push_pipeline(g, 3, chunks, bytes, pattern);
         } else {
             let p = edges.len() as u32;
             for j in 0..chunks {
