@@ -162,7 +162,7 @@ pub struct Execution {
     /// on these ranks ([`Execution::placing`]); empty: none kept.
     placements: Vec<Option<PlacedBundle>>,
     /// The group being submitted: its transfers, their wire bytes and hops.
-    edges: Vec<(u32, u64, HopKind)>,
+    edges: Vec<(Transfer, u64, HopKind)>,
 }
 
 impl Execution {
@@ -564,13 +564,12 @@ impl Execution {
         edges.clear();
         edges.extend(g.members.get(i).iter().map(|&t| {
             let tr = self.sched.transfer(t);
-            (t, self.costing.wire(tr.bytes), self.hop(&tr))
+            (tr, self.costing.wire(tr.bytes), self.hop(&tr))
         }));
         let most = edges.iter().map(|&(_, w, _)| w).max().unwrap_or(0);
         let mut strands = Vec::with_capacity(edges.len());
         let now = self.end;
-        for &(t, w, _) in &edges {
-            let tr = self.sched.transfer(t);
+        for &(tr, w, _) in &edges {
             let qps = self.qps_for(&tr);
             let share = if most > 0 {
                 w as f64 / most as f64
@@ -648,9 +647,9 @@ impl Groups {
         let members = Csr::new(
             g,
             sched
-                .transfers()
+                .transfer_groups()
                 .enumerate()
-                .map(|(i, t)| (t.group, i as u32)),
+                .map(|(i, g)| (g, i as u32)),
         );
         let waiting: Vec<u32> = (0..g as u32).map(|i| sched.after(i).len() as u32).collect();
         let followers = Csr::new(

@@ -12,6 +12,8 @@
 //! plus the pipeline fill after its bytes drain (see [`Group`]). Either way, a group's edges
 //! form one NCCL channel of the algorithm (or one phase of it).
 
+use either::Either;
+
 use crate::layout::Ranks;
 
 mod formula;
@@ -233,9 +235,14 @@ impl Schedule {
         *c = channel;
     }
 
+    #[inline]
     fn kept(&self, i: u32) -> Kept<'_> {
         debug_assert!(i < self.len, "transfer {i} of {}", self.len);
-        let run = self.runs[self.runs.partition_point(|r| r.start <= i) - 1];
+        // Most schedules (every pipelined one) are one run of held transfers.
+        let run = match &self.runs[..] {
+            [only] => *only,
+            runs => runs[runs.partition_point(|r| r.start <= i) - 1],
+        };
         if run.held {
             Kept::Held((run.index + (i - run.start)) as usize)
         } else {
@@ -400,6 +407,11 @@ impl Schedule {
         if self.dependents.is_some() {
             return;
         }
+        if self.deps.is_empty() && self.formulas.iter().all(|f| f.entries().next().is_none()) {
+            // Nothing waits for anything a formula does not give (every pipelined schedule).
+            self.dependents = Some(Csr::default());
+            return;
+        }
         // A held transfer's dependents by a counting sort (no table but the result), a
         // formula's transfer's that its closed form does not give in a sorted list (a few per
         // formula).
@@ -461,27 +473,60 @@ impl Schedule {
     }
 
     /// Transfer `i`.
+    #[inline]
     pub fn transfer(&self, i: u32) -> Transfer {
         match self.kept(i) {
-            Kept::Held(h) => {
-                let p = &self.transfers[h];
-                Transfer {
-                    src: p.src,
-                    dst: p.dst,
-                    bytes: u64::from(p.bytes[0]) | u64::from(p.bytes[1]) << 32,
-                    channel: self.channels[p.group as usize],
-                    path: p.path(),
-                    group: p.group,
-                    step_start: p.word & STEP_START != 0,
-                }
-            }
-            Kept::Formula(f) => f.transfer(i, self.channels[f.group() as usize]),
+            Kept::Held(h) => self.held_transfer(h),
+            Kept::Formula(f) => self.formula_transfer(f, i),
         }
     }
 
-    /// Every transfer, in order.
+    /// Transfer `i` of formula `f`, out of the held transfers' way.
+    #[inline(never)]
+    fn formula_transfer(&self, f: &Formula, i: u32) -> Transfer {
+        f.transfer(i, self.channels[f.group() as usize])
+    }
+
+    /// The transfer at place `h` in `transfers`.
+    #[inline(always)]
+    fn held_transfer(&self, h: usize) -> Transfer {
+        self.packed_transfer(&self.transfers[h])
+    }
+
+    #[inline(always)]
+    fn packed_transfer(&self, p: &Packed) -> Transfer {
+        Transfer {
+            src: p.src,
+            dst: p.dst,
+            bytes: u64::from(p.bytes[0]) | u64::from(p.bytes[1]) << 32,
+            channel: self.channels[p.group as usize],
+            path: p.path(),
+            group: p.group,
+            step_start: p.word & STEP_START != 0,
+        }
+    }
+
+    /// Every transfer's group, in order.
+    pub fn transfer_groups(&self) -> impl Iterator<Item = u32> + Clone + '_ {
+        if self.formulas.is_empty() {
+            Either::Left(self.transfers.iter().map(|p| p.group))
+        } else {
+            Either::Right(self.transfers().map(|t| t.group))
+        }
+    }
+
+    /// Every transfer, in order: the held ones read straight through where there is no
+    /// formula, else run after run (no search for each).
     pub fn transfers(&self) -> impl ExactSizeIterator<Item = Transfer> + Clone + '_ {
-        (0..self.len).map(|i| self.transfer(i))
+        if self.formulas.is_empty() {
+            Either::Left(self.transfers.iter().map(|p| self.packed_transfer(p)))
+        } else {
+            Either::Right(Transfers {
+                sched: self,
+                next: 0,
+                run: 0,
+            })
+        }
     }
 
     /// Whether transfer `i` follows another on its connection.
@@ -558,10 +603,16 @@ impl Schedule {
     /// connection moves over the schedule, read in O(n) per ring or pipeline (where
     /// [`Schedule::transfers`] makes its channels × steps × n).
     pub fn sends(&self) -> impl Iterator<Item = Transfer> + '_ {
-        self.runs.iter().enumerate().flat_map(move |(j, run)| {
-            let held = run
-                .held
-                .then(|| (run.start..self.run_end(j)).map(|i| self.transfer(i)));
+        if self.formulas.is_empty() {
+            return Either::Left(self.transfers());
+        }
+        Either::Right(self.runs.iter().enumerate().flat_map(move |(j, run)| {
+            let n = (self.run_end(j) - run.start) as usize;
+            let held = run.held.then(|| {
+                self.transfers[run.index as usize..][..n]
+                    .iter()
+                    .map(|p| self.packed_transfer(p))
+            });
             let formula = (!run.held).then(|| {
                 let f = &self.formulas[run.index as usize];
                 f.sends(self.channels[f.group() as usize])
@@ -569,7 +620,7 @@ impl Schedule {
             held.into_iter()
                 .flatten()
                 .chain(formula.into_iter().flatten())
-        })
+        }))
     }
 
     /// Payload bytes each rank sends (NVLS: into its switch) and receives.
@@ -589,6 +640,45 @@ impl Schedule {
         (sent, received)
     }
 }
+
+/// Every transfer of a schedule, in order ([`Schedule::transfers`]).
+#[derive(Clone, Debug)]
+pub struct Transfers<'a> {
+    sched: &'a Schedule,
+    next: u32,
+    /// The run that holds `next`.
+    run: usize,
+}
+
+impl Iterator for Transfers<'_> {
+    type Item = Transfer;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<Transfer> {
+        let s = self.sched;
+        let i = self.next;
+        if i >= s.len {
+            return None;
+        }
+        while s.run_end(self.run) <= i {
+            self.run += 1;
+        }
+        self.next += 1;
+        let run = s.runs[self.run];
+        Some(if run.held {
+            s.held_transfer((run.index + (i - run.start)) as usize)
+        } else {
+            s.formula_transfer(&s.formulas[run.index as usize], i)
+        })
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = (self.sched.len - self.next) as usize;
+        (left, Some(left))
+    }
+}
+
+impl ExactSizeIterator for Transfers<'_> {}
 
 /// The dependents of one transfer ([`Schedule::dependents`]).
 #[derive(Clone, Debug)]
@@ -649,18 +739,18 @@ impl Csr {
     /// counting sort holding no table but the result.
     pub fn new(n: usize, pairs: impl Iterator<Item = (u32, u32)> + Clone) -> Csr {
         let mut offsets = vec![0u32; n + 1];
-        for (i, _) in pairs.clone() {
-            offsets[i as usize + 1] += 1;
-        }
+        pairs
+            .clone()
+            .for_each(|(i, _)| offsets[i as usize + 1] += 1);
         for i in 0..n {
             offsets[i + 1] += offsets[i];
         }
         let mut items = vec![0u32; offsets[n] as usize];
         // Each list's start serves as its cursor, and ends at the next list's start.
-        for (i, x) in pairs {
+        pairs.for_each(|(i, x)| {
             items[offsets[i as usize] as usize] = x;
             offsets[i as usize] += 1;
-        }
+        });
         offsets.copy_within(0..n, 1);
         offsets[0] = 0;
         Csr { offsets, items }
@@ -676,12 +766,14 @@ impl Csr {
 
 /// `total` split into `parts` sizes that differ by at most one and sum to `total`.
 pub fn split(total: u64, parts: u32) -> Vec<u64> {
-    (0..parts.max(1))
-        .map(|i| split_piece(total, parts, i))
+    let parts = u64::from(parts.max(1));
+    (0..parts)
+        .map(|i| (i + 1) * total / parts - i * total / parts)
         .collect()
 }
 
-/// Piece `i` of [`split`]`(total, parts)`.
+/// Piece `i` of [`split`]`(total, parts)`, alone.
+#[inline]
 pub fn split_piece(total: u64, parts: u32, i: u32) -> u64 {
     let (parts, i) = (u64::from(parts.max(1)), u64::from(i));
     (i + 1) * total / parts - i * total / parts

@@ -145,11 +145,14 @@ pub fn edge_totals(pieces: &[u64], steps: u32) -> impl Iterator<Item = u64> + '_
         u64::from(steps) / n as u64
     };
     let base = turns * pieces.iter().sum::<u64>();
-    // The window of position 0: pieces 0, n − 1, …, n − m + 1.
+    // The window of position 0: pieces 0, n − 1, …, n − m + 1; sliding to position i adds
+    // piece i and drops piece i − m (mod n), `dropped` the last one dropped.
     let mut rest: u64 = (0..m).map(|j| pieces[(n - j) % n]).sum();
+    let mut dropped = if n == 0 { 0 } else { (n - m) % n };
     (0..n).map(move |i| {
         if i > 0 && m > 0 {
-            rest = rest + pieces[i] - pieces[(i + n - m) % n];
+            dropped = if dropped + 1 == n { 0 } else { dropped + 1 };
+            rest = rest + pieces[i] - pieces[dropped];
         }
         base + rest
     })
