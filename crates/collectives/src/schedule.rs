@@ -127,8 +127,8 @@ pub struct Group {
 /// Transfers, their dependencies and groups.
 ///
 /// Built by [`Schedule::push`] with each transfer's dependencies, and by
-/// [`Schedule::push_ring_steps`] and [`Schedule::push_pipeline`] (a ring pass, a tree's or a
-/// chain's chunks in closed form), then [`Schedule::finish`]ed, which turns the dependencies
+/// [`Schedule::push_ring_steps`] and [`Schedule::push_pipeline`] (a ring pass; a tree's, a
+/// chain's or an NVLS tree's chunks: in closed form), then [`Schedule::finish`]ed, which turns the dependencies
 /// around into each transfer's *dependents*, the form an execution reads (what a transfer's
 /// arrival releases), so that only one of the two is ever held with the transfers.
 ///
@@ -276,7 +276,7 @@ impl Schedule {
         if prev != NONE {
             debug_assert!(prev < id);
             let Kept::Held(p) = self.kept(prev) else {
-                panic!("the transfer before {id} on its connection is held")
+                panic!("the transfer before {id} on its connection must be held, not in a formula")
             };
             debug_assert_eq!(self.transfers[p].next, NONE);
             self.transfers[p].next = id;
