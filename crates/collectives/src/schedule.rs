@@ -766,13 +766,12 @@ impl Csr {
 
 /// `total` split into `parts` sizes that differ by at most one and sum to `total`.
 pub fn split(total: u64, parts: u32) -> Vec<u64> {
-    let parts = u64::from(parts.max(1));
-    (0..parts)
-        .map(|i| (i + 1) * total / parts - i * total / parts)
+    (0..parts.max(1))
+        .map(|i| split_piece(total, parts, i))
         .collect()
 }
 
-/// Piece `i` of [`split`]`(total, parts)`, alone.
+/// Piece `i` of [`split`]`(total, parts)`.
 #[inline]
 pub fn split_piece(total: u64, parts: u32, i: u32) -> u64 {
     let (parts, i) = (u64::from(parts.max(1)), u64::from(i));

@@ -68,6 +68,7 @@ pub(super) fn plan(req: &Request<'_>, s: &mut Schedule) -> Result<(), PlanError>
             .collect();
         // The edges every chunk crosses, each with the edges of its chunk it waits for.
         let mut pattern = Pattern::default();
+        // Inside each host: every rank into the switch, the reduction out to the head.
         let mut reduced = vec![NONE; h];
         for (x, local) in hosts.iter().enumerate() {
             let ups: Vec<u32> = local
@@ -77,6 +78,8 @@ pub(super) fn plan(req: &Request<'_>, s: &mut Schedule) -> Result<(), PlanError>
             let hd = heads[x];
             reduced[x] = pattern.add(hd, hd, Path::NvlsDown, ups);
         }
+        // Up the tree, leaves first: a head sends once its own reduction and its children's
+        // sums have arrived.
         let mut from_children: Vec<Vec<u32>> = vec![Vec::new(); h];
         for &x in outward.iter().rev() {
             let p = parent[x];
@@ -88,6 +91,7 @@ pub(super) fn plan(req: &Request<'_>, s: &mut Schedule) -> Result<(), PlanError>
             let q = pattern.add(heads[x], heads[p], Path::Direct, deps);
             from_children[p].push(q);
         }
+        // Down the tree from the root, then each head multicasts to its host.
         let root = outward[0];
         let mut have: Vec<Vec<u32>> = vec![Vec::new(); h];
         have[root] = std::mem::take(&mut from_children[root]);
