@@ -356,9 +356,17 @@ pub fn run_size_with_progress(
         net
     };
     let mut net = fresh();
-    let platform = Platform::of(topo, ranks, bench.transport.gpu)
-        .with_network_path(&mut net, ranks)
-        .map_err(ExecError::from)?;
+    // Only the tuner reads the network path latencies: where the bench names both the
+    // algorithm and the protocol, their routes (one per pair of consecutive hosts and per
+    // host under another leaf) would be walked for nothing.
+    let platform = Platform::of(topo, ranks, bench.transport.gpu);
+    let platform = if bench.algorithm.is_none() || bench.protocol.is_none() {
+        platform
+            .with_network_path(&mut net, ranks)
+            .map_err(ExecError::from)?
+    } else {
+        platform
+    };
     let planned = plan_size(ranks, bench, size, &platform)?;
     let (size, algorithm, protocol, tuned) = (
         planned.size,
