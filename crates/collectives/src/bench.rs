@@ -122,6 +122,11 @@ impl Bench {
             keep_links: false,
         }
     }
+
+    /// Whether the tuner decides something: the algorithm or the protocol left open.
+    pub fn tuned(&self) -> bool {
+        self.algorithm.is_none() || self.protocol.is_none()
+    }
 }
 
 /// One line of results.
@@ -262,7 +267,7 @@ fn plan_size(
         size,
         algorithm: Algorithm::Ring,
         protocol: Protocol::Simple,
-        tuned: bench.algorithm.is_none() || bench.protocol.is_none(),
+        tuned: bench.tuned(),
         sizes,
         sched: Arc::default(),
     };
@@ -356,11 +361,11 @@ pub fn run_size_with_progress(
         net
     };
     let mut net = fresh();
-    // Only the tuner reads the network path latencies: where the bench names both the
-    // algorithm and the protocol, their routes (one per pair of consecutive hosts and per
-    // host under another leaf) would be walked for nothing.
+    // Only the tuner reads the network path latencies: where it decides nothing, their routes
+    // (one per pair of consecutive hosts and per host under another leaf) would be walked for
+    // nothing.
     let platform = Platform::of(topo, ranks, bench.transport.gpu);
-    let platform = if bench.algorithm.is_none() || bench.protocol.is_none() {
+    let platform = if bench.tuned() {
         platform
             .with_network_path(&mut net, ranks)
             .map_err(ExecError::from)?
