@@ -358,6 +358,8 @@ pub fn run_size_with_progress(
         for &l in &bench.down {
             net.set_cable(l, LinkCondition::Down);
         }
+        // A bench changes no link while it runs: its flows need no recipe to be routed again.
+        net.fix_link_state();
         net
     };
     let mut net = fresh();

@@ -20,12 +20,12 @@
 //! ([`crate::qp_window`]). Pipelined fidelity carries an edge's bytes evenly over its QPs in
 //! every mode (their fluid limit).
 
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap};
+use std::collections::BTreeMap;
 
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
+use fabricsim_netsim::window::Window;
 use fabricsim_netsim::{Engine, FlowId, Leg, Legs, Network, NetworkError, PlacedBundle, Strand};
 use fabricsim_routing::key::mix;
 use fabricsim_routing::select::Ticket;
@@ -39,6 +39,9 @@ use crate::model::{Costing, Platform};
 use crate::protocol::{HopKind, Protocol};
 use crate::qp_window::QpWindow;
 use crate::schedule::{Csr, Path, Schedule, Transfer, NONE};
+
+mod agenda;
+use agenda::Agenda;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum QpMode {
@@ -146,7 +149,7 @@ pub struct Execution {
     transport: Transport,
     costing: Costing,
     platform: Platform,
-    queue: BinaryHeap<Reverse<(u64, u8, u32)>>,
+    queue: Agenda,
     /// Per transfer in flight (step fidelity): its latency, known once submitted.
     latency: FxHashMap<u32, u64>,
     state: State,
@@ -195,7 +198,7 @@ impl Execution {
                 transport.gpu,
             ),
             platform: Platform::of(topo, req.ranks, transport.gpu),
-            queue: BinaryHeap::new(),
+            queue: Agenda::default(),
             latency: FxHashMap::default(),
             state,
             start: now.0,
@@ -206,20 +209,13 @@ impl Execution {
             placements: Vec::new(),
             edges: Vec::new(),
         };
-        match &x.state {
-            State::Steps(_) => {
-                for t in x.sched.starts() {
-                    x.ready(t, now.0);
-                }
-            }
-            State::Groups(g) => {
-                for i in 0..n as u32 {
-                    if g.waiting[i as usize] == 0 {
-                        x.queue.push(Reverse((now.0, SUBMIT, i)));
-                    }
-                }
-            }
-        }
+        let first = match &x.state {
+            State::Steps(_) => x.sched.starts(),
+            State::Groups(g) => (0..n as u32)
+                .filter(|&i| g.waiting[i as usize] == 0)
+                .collect(),
+        };
+        x.queue = Agenda::starting(now.0, SUBMIT, first);
         x
     }
 
@@ -243,7 +239,7 @@ impl Execution {
 
     /// When the execution next acts on its own (a submission, an arrival, a group finishing).
     pub fn next_event(&self) -> Option<Nanos> {
-        self.queue.peek().map(|Reverse((t, _, _))| Nanos(*t))
+        self.queue.peek().map(|(t, _, _)| Nanos(t))
     }
 
     /// Whether every transfer (group) has run.
@@ -308,11 +304,8 @@ impl Execution {
                     if let Some(next) = next {
                         self.ready(next, at);
                     }
-                    self.queue.push(Reverse((
-                        at + self.latency.remove(&owner).unwrap_or(0),
-                        ARRIVE,
-                        owner,
-                    )));
+                    self.queue
+                        .push((at + self.latency.remove(&owner).unwrap_or(0), ARRIVE, owner));
                 }
             }
             State::Groups(g) => {
@@ -335,7 +328,7 @@ impl Execution {
                     network,
                 );
                 self.queue
-                    .push(Reverse((at + extra.0 + g.fill[i], GROUP_DONE, owner)));
+                    .push((at + extra.0 + g.fill[i], GROUP_DONE, owner));
             }
         }
     }
@@ -353,7 +346,7 @@ impl Execution {
                 net.message_done(t, Nanos(when));
             }
         }
-        while let Some(&Reverse((when, kind, i))) = self.queue.peek() {
+        while let Some((when, kind, i)) = self.queue.peek() {
             if when > at.0 {
                 break;
             }
@@ -482,7 +475,7 @@ impl Execution {
 
     /// Schedules `t`'s submission.
     fn ready(&mut self, t: u32, at: u64) {
-        self.queue.push(Reverse((at, SUBMIT, t)));
+        self.queue.push((at, SUBMIT, t));
     }
 
     fn submit_transfer<E: Engine>(
@@ -510,7 +503,7 @@ impl Execution {
                 // Posted: the next transfer on the connection may be posted too.
                 let next = self.sched.next(t);
                 if next != NONE && s.release(&self.sched, next) {
-                    self.queue.push(Reverse((self.end, SUBMIT, next)));
+                    self.queue.push((self.end, SUBMIT, next));
                 }
                 vec![(qp, wire)]
             }
@@ -545,7 +538,7 @@ impl Execution {
         s.ran += 1;
         for d in self.sched.dependents(t) {
             if s.release(&self.sched, d) {
-                self.queue.push(Reverse((at, SUBMIT, d)));
+                self.queue.push((at, SUBMIT, d));
             }
         }
     }
@@ -605,7 +598,7 @@ impl Execution {
         for &f in g.followers.get(i) {
             g.waiting[f as usize] -= 1;
             if g.waiting[f as usize] == 0 {
-                self.queue.push(Reverse((at, SUBMIT, f)));
+                self.queue.push((at, SUBMIT, f));
             }
         }
     }
@@ -701,8 +694,9 @@ pub fn run_with_progress<E: Engine>(
     let now = net.engine().now();
     let mut x = Execution::new(net.topology(), sched, req, transport, now);
     let mut submitted = Vec::new();
-    // Owners of this run's flows in flight, by flow id.
-    let mut owner: FxHashMap<FlowId, u32> = FxHashMap::default();
+    // Owners of this run's flows, by flow id from the oldest in flight (`NONE`: done). Only
+    // this run submits on `net` while it runs, so its flows' ids follow one another.
+    let mut owner: Window<u32> = Window::default();
     let mut done = Vec::new();
     let mut at = now;
     let mut steps = 0u32;
@@ -721,7 +715,13 @@ pub fn run_with_progress<E: Engine>(
         }
         submitted.clear();
         x.fire(net, at, &mut submitted)?;
-        owner.extend(submitted.iter().copied());
+        for &(id, o) in &submitted {
+            if owner.is_empty() {
+                owner = Window::starting_at(id.0);
+            }
+            let kept = owner.push(o);
+            assert_eq!(kept, id.0, "only this run submits flows while it runs");
+        }
         let next = match (net.engine().next_event(), x.next_event()) {
             (Some(a), Some(b)) => a.min(b),
             (a, b) => match a.or(b) {
@@ -733,10 +733,13 @@ pub fn run_with_progress<E: Engine>(
         net.advance(next, &mut done);
         for c in &done {
             let o = owner
-                .remove(&c.flow)
+                .get_mut(c.flow.0)
+                .map(|o| std::mem::replace(o, NONE))
+                .filter(|&o| o != NONE)
                 .expect("a completion of this run's flow");
             x.flow_done(o, next);
         }
+        owner.trim(|&o| o == NONE);
         at = next;
     }
     if !x.is_done() {

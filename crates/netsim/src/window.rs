@@ -23,6 +23,14 @@ impl<T> Default for Window<T> {
 }
 
 impl<T> Window<T> {
+    /// An empty window whose first record will have id `first`.
+    pub fn starting_at(first: u32) -> Window<T> {
+        Window {
+            first,
+            items: VecDeque::new(),
+        }
+    }
+
     /// Appends `item`; returns its id.
     pub fn push(&mut self, item: T) -> u32 {
         let id = self.end();
@@ -105,5 +113,13 @@ mod tests {
         assert_eq!(w.ids(), 4..4);
         assert_eq!(w.push(7), 4);
         assert_eq!((w.end(), w.get(4), w.get(5)), (5, Some(&7), None));
+    }
+
+    #[test]
+    fn a_window_can_start_at_any_id() {
+        let mut w = Window::starting_at(40);
+        assert_eq!((w.end(), w.get(39)), (40, None));
+        assert_eq!(w.push('a'), 40);
+        assert_eq!((w.ids(), w[40]), (40..41, 'a'));
     }
 }
