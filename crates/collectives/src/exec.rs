@@ -21,9 +21,10 @@
 //! every mode (their fluid limit).
 
 use std::collections::BTreeMap;
-
-use rustc_hash::FxHashMap;
 use std::sync::Arc;
+
+use either::Either;
+use rustc_hash::FxHashMap;
 
 use fabricsim_netsim::window::Window;
 use fabricsim_netsim::{Engine, FlowId, Leg, Legs, Network, NetworkError, PlacedBundle, Strand};
@@ -124,10 +125,11 @@ struct Steps {
 
 /// Per-group bookkeeping of pipelined fidelity.
 struct Groups {
-    /// Each group's transfers.
-    members: Csr,
+    /// Each group's transfers; `None`: group `i` is transfer `i` alone (an all-to-all's).
+    members: Option<Csr>,
+    /// Per group, the groups before it not done yet, and the groups that come after each
+    /// group (both empty where no group waits for another).
     waiting: Vec<u32>,
-    /// The groups that come after each group.
     followers: Csr,
     /// Per group, once submitted: whether an edge crosses the network, its pipeline fill, and
     /// its bundle's latency (a vector, not a map: in an all-to-all every group is in flight).
@@ -212,7 +214,7 @@ impl Execution {
         let first = match &x.state {
             State::Steps(_) => x.sched.starts(),
             State::Groups(g) => (0..n as u32)
-                .filter(|&i| g.waiting[i as usize] == 0)
+                .filter(|&i| g.waiting.get(i as usize).is_none_or(|&w| w == 0))
                 .collect(),
         };
         x.queue = Agenda::starting(now.0, SUBMIT, first);
@@ -555,7 +557,11 @@ impl Execution {
         // The group's edges, their wire bytes and hops, in a buffer kept from group to group.
         let mut edges = std::mem::take(&mut self.edges);
         edges.clear();
-        edges.extend(g.members.get(i).iter().map(|&t| {
+        let members = match &g.members {
+            Some(m) => Either::Left(m.get(i).iter().copied()),
+            None => Either::Right(std::iter::once(i)),
+        };
+        edges.extend(members.map(|t| {
             let tr = self.sched.transfer(t);
             (tr, self.costing.wire(tr.bytes), self.hop(&tr))
         }));
@@ -637,18 +643,27 @@ impl Steps {
 impl Groups {
     fn new(sched: &Schedule) -> Groups {
         let g = sched.groups.len();
-        let members = Csr::new(
-            g,
-            sched
-                .transfer_groups()
-                .enumerate()
-                .map(|(i, g)| (g, i as u32)),
-        );
-        let waiting: Vec<u32> = (0..g as u32).map(|i| sched.after(i).len() as u32).collect();
-        let followers = Csr::new(
-            g,
-            (0..g as u32).flat_map(|i| sched.after(i).iter().map(move |&a| (a, i))),
-        );
+        let each_alone = sched.len() == g && sched.transfer_groups().eq(0..g as u32);
+        let members = (!each_alone).then(|| {
+            Csr::new(
+                g,
+                sched
+                    .transfer_groups()
+                    .enumerate()
+                    .map(|(i, g)| (g, i as u32)),
+            )
+        });
+        let (waiting, followers) = if sched.has_after() {
+            (
+                (0..g as u32).map(|i| sched.after(i).len() as u32).collect(),
+                Csr::new(
+                    g,
+                    (0..g as u32).flat_map(|i| sched.after(i).iter().map(move |&a| (a, i))),
+                ),
+            )
+        } else {
+            (Vec::new(), Csr::default())
+        };
         Groups {
             members,
             waiting,

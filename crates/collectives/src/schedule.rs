@@ -158,7 +158,9 @@ pub struct Schedule {
     outside: Vec<(u32, u32)>,
     pub groups: Vec<Group>,
     /// Per group, the groups that must be done before it starts, in CSR form (an all-to-all
-    /// has a group per message: a vector in each would double the groups' memory).
+    /// has a group per message: a vector in each would double the groups' memory); no
+    /// offsets past the last group before the first that waits for one (none in an
+    /// all-to-all).
     after_offsets: Vec<u32>,
     after: Vec<u32>,
     /// Per group, its channel (its first transfer's).
@@ -213,20 +215,30 @@ impl Schedule {
 
     /// Adds `group`, to start once every group in `after` is done; returns its index.
     pub fn add_group(&mut self, group: Group, after: impl IntoIterator<Item = u32>) -> u32 {
+        let g = self.groups.len();
         self.groups.push(group);
         self.channels.push(NONE);
+        let before = self.after.len() as u32;
         self.after.extend(after);
-        self.after_offsets.push(self.after.len() as u32);
-        self.groups.len() as u32 - 1
+        if !self.after.is_empty() {
+            // Every group before the first that waits for one waited for none.
+            self.after_offsets.resize(g + 1, before);
+            self.after_offsets.push(self.after.len() as u32);
+        }
+        g as u32
+    }
+
+    /// Whether some group waits for another.
+    pub fn has_after(&self) -> bool {
+        !self.after.is_empty()
     }
 
     /// The groups that must be done before group `g` starts.
     pub fn after(&self, g: u32) -> &[u32] {
-        let (a, b) = (
-            self.after_offsets[g as usize],
-            self.after_offsets[g as usize + 1],
-        );
-        &self.after[a as usize..b as usize]
+        match self.after_offsets.get(g as usize..g as usize + 2) {
+            Some(&[a, b]) => &self.after[a as usize..b as usize],
+            _ => &[],
+        }
     }
 
     fn set_channel(&mut self, group: u32, channel: u32) {

@@ -36,6 +36,25 @@ fn a_transfer_is_held_in_28_bytes_and_read_back_whole() {
     assert_eq!((s.next(ids[0]), s.next(ids[3])), (ids[1], NONE));
 }
 
+/// Groups before the first that waits for another hold no offsets of their own, and every
+/// group reads back what it was added with.
+#[test]
+fn groups_read_back_what_they_wait_for() {
+    let mut s = Schedule::new();
+    let waits: [&[u32]; 6] = [&[], &[], &[0, 1], &[], &[2], &[]];
+    for (g, after) in waits.iter().enumerate() {
+        assert_eq!(s.add_group(Group::default(), after.iter().copied()), g as u32);
+        assert_eq!(s.has_after(), g >= 2);
+        assert_eq!(s.after_offsets.len(), if g < 2 { 1 } else { g + 2 });
+    }
+    for (g, after) in waits.iter().enumerate() {
+        assert_eq!(s.after(g as u32), *after);
+    }
+    let mut none = Schedule::new();
+    none.add_group(Group::default(), []);
+    assert!(!none.has_after() && none.after(0).is_empty());
+}
+
 #[test]
 fn finishing_turns_every_dependency_into_a_dependent() {
     // Transfer t depends on every earlier transfer that divides it (1-based).
