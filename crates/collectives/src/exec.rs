@@ -23,7 +23,6 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use either::Either;
 use rustc_hash::FxHashMap;
 
 use fabricsim_netsim::window::Window;
@@ -557,14 +556,14 @@ impl Execution {
         // The group's edges, their wire bytes and hops, in a buffer kept from group to group.
         let mut edges = std::mem::take(&mut self.edges);
         edges.clear();
-        let members = match &g.members {
-            Some(m) => Either::Left(m.get(i).iter().copied()),
-            None => Either::Right(std::iter::once(i)),
-        };
-        edges.extend(members.map(|t| {
+        let edge = |t: u32| {
             let tr = self.sched.transfer(t);
             (tr, self.costing.wire(tr.bytes), self.hop(&tr))
-        }));
+        };
+        match &g.members {
+            Some(m) => edges.extend(m.get(i).iter().map(|&t| edge(t))),
+            None => edges.push(edge(i)),
+        }
         let most = edges.iter().map(|&(_, w, _)| w).max().unwrap_or(0);
         let mut strands = Vec::with_capacity(edges.len());
         let now = self.end;

@@ -43,7 +43,10 @@ fn groups_read_back_what_they_wait_for() {
     let mut s = Schedule::new();
     let waits: [&[u32]; 6] = [&[], &[], &[0, 1], &[], &[2], &[]];
     for (g, after) in waits.iter().enumerate() {
-        assert_eq!(s.add_group(Group::default(), after.iter().copied()), g as u32);
+        assert_eq!(
+            s.add_group(Group::default(), after.iter().copied()),
+            g as u32
+        );
         assert_eq!(s.has_after(), g >= 2);
         assert_eq!(s.after_offsets.len(), if g < 2 { 1 } else { g + 2 });
     }
