@@ -158,9 +158,9 @@ pub struct Schedule {
     outside: Vec<(u32, u32)>,
     pub groups: Vec<Group>,
     /// Per group, the groups that must be done before it starts, in CSR form (an all-to-all
-    /// has a group per message: a vector in each would double the groups' memory); no
-    /// offsets past the last group before the first that waits for one (none in an
-    /// all-to-all).
+    /// has a group per message: a vector in each would double the groups' memory). Offsets
+    /// start at the first group that waits for another (none does in an all-to-all): every
+    /// group before it waits for none.
     after_offsets: Vec<u32>,
     after: Vec<u32>,
     /// Per group, its channel (its first transfer's).

@@ -334,6 +334,33 @@ fn memory_follows_the_flows_in_flight_not_every_flow_submitted() {
 }
 
 #[test]
+fn a_fixed_link_state_keeps_no_recipe_and_runs_the_same() {
+    // A bench declares that no link changes: its flows keep nothing to be routed again with,
+    // and complete where and when they would otherwise.
+    let topo = build("meta-ai-zone", &[("racks", "2")]);
+    let gpu = |h: u32, g: u32| id(&topo, &format!("host{h}/gpu{g}"));
+    let run = |fixed: bool| {
+        let router = Router::new(&topo, Policy::Ecmp, HashConfig::default());
+        let mut net = Network::new(&topo, router, FlowEngine::new(&topo));
+        if fixed {
+            net.fix_link_state();
+        }
+        for g in 0..8 {
+            let key = FlowKey::connection(gpu(0, g), gpu(2 + g % 2, (g + 3) % 8), g, 0);
+            net.submit(key, (1 + u64::from(g)) << 20, None).unwrap();
+        }
+        let held = net.flows_held();
+        let mut done = Vec::new();
+        net.run_to_end(&mut done);
+        (held, done)
+    };
+    let ((kept, free), (none, fixed)) = (run(false), run(true));
+    assert_eq!((kept, none), (8, 0));
+    assert_eq!(fixed, free);
+    assert_eq!(fixed.len(), 8);
+}
+
+#[test]
 fn flows_one_after_another_on_a_path_reuse_its_cohort() {
     // A ring's steps: each flow starts when the one before it has completed, on the same path.
     let topo = build("meta-ai-zone", &[("racks", "2")]);
