@@ -17,15 +17,15 @@ use either::Either;
 use crate::layout::Ranks;
 
 mod formula;
+mod pairs;
 mod pipeline;
 mod ring_steps;
 #[cfg(test)]
 mod tests;
 
 use formula::Formula;
-use pipeline::Pipeline;
+pub use pairs::pxn_path;
 pub use ring_steps::edge_totals;
-use ring_steps::RingSteps;
 
 pub const NONE: u32 = u32::MAX;
 
@@ -127,14 +127,15 @@ pub struct Group {
 /// Transfers, their dependencies and groups.
 ///
 /// Built by [`Schedule::push`] with each transfer's dependencies, and by
-/// [`Schedule::push_ring_steps`] and [`Schedule::push_pipeline`] (a ring pass; a tree's, a
-/// chain's or an NVLS tree's chunks: in closed form), then [`Schedule::finish`]ed, which turns the dependencies
+/// [`Schedule::push_ring_steps`], [`Schedule::push_pipeline`] and [`Schedule::push_pairs`]
+/// (a ring pass; a tree's, a chain's or an NVLS tree's chunks; an all-to-all's pairs: in
+/// closed form), then [`Schedule::finish`]ed, which turns the dependencies
 /// around into each transfer's *dependents*, the form an execution reads (what a transfer's
 /// arrival releases), so that only one of the two is ever held with the transfers.
 ///
 /// Transfer ids run over *runs*: spans of transfers held one by one, and formulas that compute
 /// each transfer from its id ([`formula`]), so that a step schedule holds O(n) per ring, tree or
-/// chain and channel, however many steps or chunks it makes.
+/// chain and channel, however many steps or chunks it makes, and O(n) per all-to-all.
 #[derive(Clone, Debug)]
 pub struct Schedule {
     /// The transfers held one by one, in id order.
@@ -338,75 +339,6 @@ impl Schedule {
             self.formulas.push(f);
         }
         true
-    }
-
-    /// Adds a step-fidelity ring pass in closed form on `channel` ([`ring_steps`]): `steps`
-    /// steps over the positions `order` (ranks), the edge leaving each on `paths[i]`, position
-    /// `i` sending piece `(i − k) mod n` at step `k`; the first step of position `i` waits for
-    /// `entry[i]` where given. Returns, per rank of `ranks`, the last transfer it receives.
-    #[allow(clippy::too_many_arguments)]
-    pub fn push_ring_steps(
-        &mut self,
-        group: u32,
-        channel: u32,
-        steps: u32,
-        order: Vec<u32>,
-        paths: Vec<Path>,
-        pieces: Vec<u64>,
-        entry: Vec<u32>,
-        ranks: usize,
-    ) -> Vec<u32> {
-        debug_assert!(order.len() == paths.len() && order.len() == pieces.len());
-        debug_assert!(entry.is_empty() || entry.len() == order.len());
-        debug_assert!(entry.iter().all(|&e| e == NONE || e < self.len));
-        let ring = RingSteps {
-            start: self.len,
-            steps,
-            group,
-            order,
-            paths,
-            pieces,
-            entry,
-        };
-        let last = ring.last_received(ranks);
-        if self.push_formula(Formula::Ring(ring), channel) {
-            last
-        } else {
-            vec![NONE; ranks]
-        }
-    }
-
-    /// Adds a pipeline in closed form on `group`'s `channel` ([`pipeline`]): `bytes` in
-    /// `chunks` chunks, each crossing the pattern's edges in order, each edge waiting for its
-    /// dependencies in the pattern (edges before it, in the same chunk) and for its previous
-    /// chunk to have left.
-    pub fn push_pipeline(
-        &mut self,
-        group: u32,
-        channel: u32,
-        chunks: u32,
-        bytes: u64,
-        pattern: Pattern,
-    ) {
-        let Pattern { edges, deps } = pattern;
-        let pairs = deps
-            .iter()
-            .enumerate()
-            .flat_map(|(q, d)| d.iter().map(move |&x| (q as u32, x)));
-        let reverse = deps
-            .iter()
-            .enumerate()
-            .flat_map(|(q, d)| d.iter().map(move |&x| (x, q as u32)));
-        let pipeline = Pipeline {
-            start: self.len,
-            chunks,
-            bytes,
-            group,
-            deps: Csr::new(edges.len(), pairs),
-            dependents: Csr::new(edges.len(), reverse),
-            edges,
-        };
-        self.push_formula(Formula::Pipeline(pipeline), channel);
     }
 
     /// Whether a formula was left out because the schedule would have passed 2^32 transfers.

@@ -4,6 +4,7 @@
 use fabricsim_collectives::bench::{run_size, Bench, Row};
 use fabricsim_collectives::hardware::roce_efficiency;
 use fabricsim_collectives::placement::{place, Placement};
+use fabricsim_collectives::schedule::Path;
 use fabricsim_collectives::{
     plan, Algorithm, Collective, Fidelity, Generation, PlanError, Protocol, QpMode, Ranks, Request,
     Transport, DEFAULT_CHUNK,
@@ -393,6 +394,60 @@ fn same_inputs_give_the_same_results() {
         Fidelity::Step,
     );
     assert_eq!(run(&topo, &r, &b, 8 << 20), run(&topo, &r, &b, 8 << 20));
+}
+
+/// An all-to-all in closed form is the all-to-allv of the same pieces held one transfer at a
+/// time: the same transfers, groups, waits and successors, and nothing held.
+#[test]
+fn an_all_to_all_in_closed_form_is_its_pairs_held_one_by_one() {
+    let topo = zone();
+    for (n, placement) in [
+        (24, Placement::Contiguous),
+        (20, Placement::Fragmented { seed: 3 }),
+    ] {
+        let r = ranks(&topo, n, placement);
+        // Pieces that differ by a byte, each split unevenly over two channels.
+        let bytes = (1 << 20) + 7;
+        let pieces = fabricsim_collectives::schedule::split(bytes, n as u32);
+        let sizes: Vec<u64> = (0..n).flat_map(|_| pieces.iter().copied()).collect();
+        for algorithm in [Algorithm::Direct, Algorithm::Pxn] {
+            for channels in [1, 2, 5] {
+                for fidelity in [Fidelity::Pipelined, Fidelity::Step] {
+                    let uniform = Request {
+                        channels,
+                        ..request(&r, Collective::AllToAll, algorithm, bytes, fidelity)
+                    };
+                    let v = Request {
+                        op: Collective::AllToAllV,
+                        sizes: Some(&sizes),
+                        ..uniform
+                    };
+                    let (closed, held) = (plan(&uniform).unwrap(), plan(&v).unwrap());
+                    let lanes = channels.min(2) as usize;
+                    assert_eq!(closed.len(), n * (n - 1) * lanes);
+                    assert_eq!((closed.held(), held.held()), (0, held.len()));
+                    assert!(closed.transfers().eq(held.transfers()));
+                    assert!(closed.sends().eq(held.sends()));
+                    assert_eq!(closed.groups, held.groups);
+                    assert_eq!(closed.starts(), held.starts());
+                    for t in 0..closed.len() as u32 {
+                        assert_eq!(closed.transfer(t), held.transfer(t));
+                        assert_eq!(closed.waits(t), held.waits(t));
+                        assert_eq!(closed.next(t), held.next(t));
+                        assert_eq!(closed.has_prev(t), held.has_prev(t));
+                        assert!(closed.dependents(t).eq(held.dependents(t)));
+                    }
+                    for g in 0..closed.groups.len() as u32 {
+                        assert!(closed.after(g).is_empty() && held.after(g).is_empty());
+                    }
+                    if algorithm == Algorithm::Pxn {
+                        // Some messages go through a proxy: the test sees the paths differ.
+                        assert!(closed.transfers().any(|t| t.path != Path::Direct));
+                    }
+                }
+            }
+        }
+    }
 }
 
 #[test]

@@ -1,6 +1,8 @@
-//! Transfers in closed form: a ring's steps ([`RingSteps`]) or a pipeline's chunks
-//! ([`Pipeline`]), each transfer, what it waits for and what it releases figured from its id.
+//! Transfers in closed form: a ring's steps ([`RingSteps`]), a pipeline's chunks
+//! ([`Pipeline`]) or an all-to-all's pairs ([`Pairs`]), each transfer, what it waits for and
+//! what it releases figured from its id.
 
+use super::pairs::Pairs;
 use super::pipeline::Pipeline;
 use super::ring_steps::RingSteps;
 use super::{Transfer, NONE};
@@ -9,6 +11,8 @@ use super::{Transfer, NONE};
 pub(super) enum Formula {
     Ring(RingSteps),
     Pipeline(Pipeline),
+    /// A group per transfer, none waiting for another.
+    Pairs(Pairs),
 }
 
 /// What a transfer in closed form releases: edges listed by the formula (ids from `offset`),
@@ -24,6 +28,7 @@ impl Formula {
         match self {
             Formula::Ring(r) => r.start,
             Formula::Pipeline(p) => p.start,
+            Formula::Pairs(p) => p.start,
         }
     }
 
@@ -31,20 +36,25 @@ impl Formula {
         match self {
             Formula::Ring(r) => r.len(),
             Formula::Pipeline(p) => p.len(),
+            Formula::Pairs(p) => p.len(),
         }
     }
 
+    /// Its group (its first, for pairs: each transfer has its own, on its own channel).
     pub fn group(&self) -> u32 {
         match self {
             Formula::Ring(r) => r.group,
             Formula::Pipeline(p) => p.group,
+            Formula::Pairs(p) => p.group_start,
         }
     }
 
+    /// Transfer `id`, on its group's `channel` (pairs figure their own).
     pub fn transfer(&self, id: u32, channel: u32) -> Transfer {
         match self {
             Formula::Ring(r) => r.transfer(r.at(id), channel),
             Formula::Pipeline(p) => p.transfer(id, channel),
+            Formula::Pairs(p) => p.transfer(id),
         }
     }
 
@@ -52,6 +62,7 @@ impl Formula {
         match self {
             Formula::Ring(r) => r.at(id).k > 0,
             Formula::Pipeline(p) => p.at(id).0 > 0,
+            Formula::Pairs(_) => false,
         }
     }
 
@@ -59,6 +70,7 @@ impl Formula {
         match self {
             Formula::Ring(r) => r.waits(r.at(id)),
             Formula::Pipeline(p) => p.waits(id),
+            Formula::Pairs(_) => 0,
         }
     }
 
@@ -66,6 +78,7 @@ impl Formula {
         match self {
             Formula::Ring(r) => r.next(r.at(id)),
             Formula::Pipeline(p) => p.next(id),
+            Formula::Pairs(_) => NONE,
         }
     }
 
@@ -84,6 +97,11 @@ impl Formula {
                     forward: NONE,
                 }
             }
+            Formula::Pairs(_) => Released {
+                listed: &[],
+                offset: 0,
+                forward: NONE,
+            },
         }
     }
 
@@ -92,6 +110,7 @@ impl Formula {
         match self {
             Formula::Ring(r) => r.starts().collect(),
             Formula::Pipeline(p) => p.starts().collect(),
+            Formula::Pairs(p) => (p.start..p.start + p.len() as u32).collect(),
         }
     }
 
@@ -100,7 +119,7 @@ impl Formula {
     pub fn entries(&self) -> impl Iterator<Item = (u32, u32)> + Clone + '_ {
         let ring = match self {
             Formula::Ring(r) => Some(r),
-            Formula::Pipeline(_) => None,
+            Formula::Pipeline(_) | Formula::Pairs(_) => None,
         };
         ring.into_iter().flat_map(|r| {
             (0..r.n())
@@ -114,6 +133,9 @@ impl Formula {
         match self {
             Formula::Ring(r) => Box::new(r.edges(channel)),
             Formula::Pipeline(p) => Box::new(p.edges(channel)),
+            Formula::Pairs(p) => {
+                Box::new((p.start..p.start + p.len() as u32).map(|id| p.transfer(id)))
+            }
         }
     }
 }

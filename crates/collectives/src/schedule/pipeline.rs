@@ -7,7 +7,8 @@
 //! Transfer `(j, q)` is chunk `j` on edge `q`, numbered `start + j·P + q`: the order in which
 //! pushing the chunks one after another, each edge in pattern order, would have numbered them.
 
-use super::{split_piece, Csr, Path, Transfer, NONE};
+use super::formula::Formula;
+use super::{split_piece, Csr, Path, Pattern, Schedule, Transfer, NONE};
 
 #[derive(Clone, Debug)]
 pub(super) struct Pipeline {
@@ -88,5 +89,40 @@ impl Pipeline {
             bytes: self.bytes,
             ..self.transfer(self.start + q, channel)
         })
+    }
+}
+
+impl Schedule {
+    /// Adds a pipeline in closed form on `group`'s `channel` (this module): `bytes` in
+    /// `chunks` chunks, each crossing the pattern's edges in order, each edge waiting for its
+    /// dependencies in the pattern (edges before it, in the same chunk) and for its previous
+    /// chunk to have left.
+    pub fn push_pipeline(
+        &mut self,
+        group: u32,
+        channel: u32,
+        chunks: u32,
+        bytes: u64,
+        pattern: Pattern,
+    ) {
+        let Pattern { edges, deps } = pattern;
+        let pairs = deps
+            .iter()
+            .enumerate()
+            .flat_map(|(q, d)| d.iter().map(move |&x| (q as u32, x)));
+        let reverse = deps
+            .iter()
+            .enumerate()
+            .flat_map(|(q, d)| d.iter().map(move |&x| (x, q as u32)));
+        let pipeline = Pipeline {
+            start: self.len,
+            chunks,
+            bytes,
+            group,
+            deps: Csr::new(edges.len(), pairs),
+            dependents: Csr::new(edges.len(), reverse),
+            edges,
+        };
+        self.push_formula(Formula::Pipeline(pipeline), channel);
     }
 }

@@ -8,7 +8,8 @@
 //! and for `(k − 1, i)` to leave (the connection's previous send); step 0 waits for the
 //! position's *entry* transfer, if the ring has one.
 
-use super::{Path, Transfer, NONE};
+use super::formula::Formula;
+use super::{Path, Schedule, Transfer, NONE};
 
 #[derive(Clone, Debug)]
 pub(super) struct RingSteps {
@@ -156,6 +157,44 @@ pub fn edge_totals(pieces: &[u64], steps: u32) -> impl Iterator<Item = u64> + '_
         }
         base + rest
     })
+}
+
+impl Schedule {
+    /// Adds a step-fidelity ring pass in closed form on `channel` (this module): `steps`
+    /// steps over the positions `order` (ranks), the edge leaving each on `paths[i]`, position
+    /// `i` sending piece `(i − k) mod n` at step `k`; the first step of position `i` waits for
+    /// `entry[i]` where given. Returns, per rank of `ranks`, the last transfer it receives.
+    #[allow(clippy::too_many_arguments)]
+    pub fn push_ring_steps(
+        &mut self,
+        group: u32,
+        channel: u32,
+        steps: u32,
+        order: Vec<u32>,
+        paths: Vec<Path>,
+        pieces: Vec<u64>,
+        entry: Vec<u32>,
+        ranks: usize,
+    ) -> Vec<u32> {
+        debug_assert!(order.len() == paths.len() && order.len() == pieces.len());
+        debug_assert!(entry.is_empty() || entry.len() == order.len());
+        debug_assert!(entry.iter().all(|&e| e == NONE || e < self.len));
+        let ring = RingSteps {
+            start: self.len,
+            steps,
+            group,
+            order,
+            paths,
+            pieces,
+            entry,
+        };
+        let last = ring.last_received(ranks);
+        if self.push_formula(Formula::Ring(ring), channel) {
+            last
+        } else {
+            vec![NONE; ranks]
+        }
+    }
 }
 
 #[cfg(test)]
