@@ -1,8 +1,9 @@
 //! Direct point-to-point algorithms: all-to-all(v) as grouped sends and receives to every peer,
 //! send/recv to the next rank, gather and scatter through the root, and a dissemination barrier
 //! (⌈log2 n⌉ rounds of empty messages to rank + 2^k). Every pair is independent: one group per
-//! transfer (an all-to-all's in closed form, `schedule/pairs.rs`). A pair's bytes are split over two channels (NCCL opens 2 logical channels per
-//! remote peer, NCCL `NCCL_NCHANNELS_PER_NET_PEER`), or one when a single channel is asked for.
+//! transfer (an all-to-all's in closed form, `schedule/pairs.rs`). A pair's bytes are split
+//! over two channels (NCCL opens 2 logical channels per remote peer, NCCL
+//! `NCCL_NCHANNELS_PER_NET_PEER`), or one when a single channel is asked for.
 //!
 //! With `pxn`, a transfer to another host first crosses NVLink to the local GPU on the
 //! destination's rail and leaves from there, so inter-host traffic stays on one rail.

@@ -6,8 +6,7 @@
 //! Transfer `(i, d, c)` is rank `i`'s part `c` of its piece for rank `(i + d) mod n`, `d` in
 //! `1..n`, numbered `start + (i·(n − 1) + d − 1)·lanes + c`: the order in which pushing the
 //! pairs one by one numbered them. It is group `group_start` plus the same offset, on channel
-//! `(d + c) mod channels` (NCCL opens 2 logical channels per remote peer,
-//! `NCCL_NCHANNELS_PER_NET_PEER`, starting from the peer's distance).
+//! `(d + c) mod channels`, as `algo/direct.rs` lays a pair held one by one.
 
 use super::formula::Formula;
 use super::{split_piece, Group, Path, Schedule, Transfer, NONE};
