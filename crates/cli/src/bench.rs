@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::anyhow;
 use clap::Args;
 use fabricsim_collectives::bench::{
-    data_type, run_size_with_progress, sweep_sizes, Bench, Row, DATA_TYPES,
+    data_type, run_size_with_progress, sweep_sizes, Bench, Busiest, Row, DATA_TYPES,
 };
 use fabricsim_collectives::exec::Progress;
 use fabricsim_collectives::placement::{place, Placement};
@@ -301,6 +301,12 @@ fn setup(args: &BenchArgs) -> Result<Setup, Failure> {
         dtype,
         full_detail: args.full_detail,
         keep_links: args.links.is_some() || args.report.is_some(),
+        // nccl-tests' own table has no column for them.
+        link_figures: args.wide
+            || args.json
+            || args.csv
+            || args.report.is_some()
+            || policies.len() > 1,
     };
     Ok(Setup {
         topo,
@@ -521,12 +527,13 @@ fn table(rows: &[Row], redop: &str, tuned: Tuned, wide: bool) -> String {
             r.root.map_or("-1".to_string(), |x| x.to_string()),
         );
         if wide {
+            let b = busiest(r);
             out += &format!(
                 "  {:<20} {:<12} {:>8.3} {:>9.3}",
                 tuned.label(r),
-                r.busiest_tier,
-                r.max_link_utilization,
-                r.mean_link_utilization
+                b.busiest_tier,
+                b.max_link_utilization,
+                b.mean_link_utilization
             );
         }
         out += "\n";
@@ -591,7 +598,9 @@ fn side_by_side(results: &[(Variant, Vec<Row>)]) -> String {
             let r = &rows[i];
             out += &format!(
                 "  {:>11.1} {:>8.2} {:>8.3}",
-                r.time_us, r.busbw_gbps, r.max_link_utilization
+                r.time_us,
+                r.busbw_gbps,
+                busiest(r).max_link_utilization
             );
         }
         out += "\n";
@@ -619,9 +628,9 @@ fn csv(results: &[(Variant, Vec<Row>)]) -> String {
                 r.time_us,
                 r.algbw_gbps,
                 r.busbw_gbps,
-                r.busiest_tier,
-                r.max_link_utilization,
-                r.mean_link_utilization,
+                busiest(r).busiest_tier,
+                busiest(r).max_link_utilization,
+                busiest(r).mean_link_utilization,
                 r.flows
             );
         }
@@ -653,4 +662,12 @@ fn json(
         "runs": runs,
     });
     Ok(serde_json::to_string_pretty(&v)? + "\n")
+}
+
+/// A row's busiest link group: every output that prints it runs the bench with
+/// [`Bench::link_figures`] (`setup`).
+fn busiest(r: &Row) -> &Busiest {
+    r.busiest
+        .as_ref()
+        .expect("the bench figures its links wherever they are printed")
 }

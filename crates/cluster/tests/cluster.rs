@@ -116,6 +116,7 @@ fn collective_only_traces_agree_with_bench() {
             dtype: ("float", 4),
             full_detail: false,
             keep_links: false,
+            link_figures: true,
         };
         let row = run_size(&topo, &ranks, &bench, bytes).unwrap();
         let sim = reports[0].iteration_ms * 1e3;

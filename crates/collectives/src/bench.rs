@@ -93,6 +93,10 @@ pub struct Bench {
     pub full_detail: bool,
     /// Keep every link's figures in each row ([`Row::links`]).
     pub keep_links: bool,
+    /// Figure each row's busiest link group and its utilization ([`Row::busiest`]): a scope
+    /// of links routed for every pair of hosts the collective joins, left out where nothing
+    /// prints it (nccl-tests' own table).
+    pub link_figures: bool,
 }
 
 impl Bench {
@@ -120,6 +124,7 @@ impl Bench {
             dtype: ("float", TYPE_SIZE),
             full_detail: false,
             keep_links: false,
+            link_figures: true,
         }
     }
 
@@ -148,10 +153,10 @@ pub struct Row {
     /// GB/s (10^9 bytes per second), as nccl-tests.
     pub algbw_gbps: f64,
     pub busbw_gbps: f64,
-    /// The link group the utilization figures are of (`rtsw->ctsw`).
-    pub busiest_tier: String,
-    pub max_link_utilization: f64,
-    pub mean_link_utilization: f64,
+    /// The busiest link group and its utilization, where [`Bench::link_figures`] asks for
+    /// them (their three fields sit among the row's in JSON).
+    #[serde(flatten)]
+    pub busiest: Option<Busiest>,
     /// Engine variables the run submitted.
     pub flows: u64,
     /// Every link that carried bytes, where [`Bench::keep_links`] asks for them (`bench
@@ -161,6 +166,15 @@ pub struct Row {
     /// Links solved as one of their class of identical constraints (0: every link solved).
     #[serde(skip)]
     pub classed_links: usize,
+}
+
+/// The link group of a run with the highest utilization, and its figures.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Busiest {
+    /// The link group the utilization figures are of (`rtsw->ctsw`).
+    pub busiest_tier: String,
+    pub max_link_utilization: f64,
+    pub mean_link_utilization: f64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -408,31 +422,17 @@ pub fn run_size_with_progress(
         Some(outcome) => outcome,
         None => run_with_progress(&mut net, Arc::clone(sched), &req, transport, progress)?,
     };
-    let state = net.link_state().clone();
     let links = if bench.keep_links {
         let stats = net.link_stats();
         stats.uses(topo, stats.elapsed.0)
     } else {
         Vec::new()
     };
-    // Each link's utilization over the run, in place of its bytes; a link that carried nothing
-    // keeps its zero (and its page of the table untouched) unless its capacity is zero.
-    let (mut util, elapsed) = net.take_link_bytes();
-    let span = elapsed.0 as f64 * 1e-9;
-    for (u, link) in util.iter_mut().zip(topo.links()) {
-        let capacity = link.capacity.0 as f64;
-        if *u == 0.0 && capacity != 0.0 {
-            continue;
-        }
-        *u = if span > 0.0 {
-            *u / (capacity * span)
-        } else {
-            0.0
-        };
-    }
-    // The run's flows are done with; its path finder knows the distances the scope needs.
-    let mut router = net.into_router();
-    let (tier, max, mean) = busiest(&state, ranks, sched, &util, router.paths_mut())?;
+    let busiest = if bench.link_figures {
+        Some(link_figures(net, ranks, sched)?)
+    } else {
+        None
+    };
     let time_us = outcome.time.0 as f64 / 1e3;
     let algbw = if outcome.time.0 > 0 {
         size as f64 / (outcome.time.0 as f64)
@@ -451,9 +451,7 @@ pub fn run_size_with_progress(
         time_us,
         algbw_gbps: algbw,
         busbw_gbps: algbw * op.busbw_factor(ranks.len()),
-        busiest_tier: tier,
-        max_link_utilization: max,
-        mean_link_utilization: mean,
+        busiest,
         flows: outcome.flows,
         links,
         classed_links,
@@ -571,6 +569,40 @@ pub fn network_traffic(ranks: &Ranks, sched: &Schedule) -> Vec<(NodeId, NodeId, 
         }
     }
     merged
+}
+
+/// The busiest link group of a finished run on `net` and its utilization over the run.
+fn link_figures(
+    mut net: Network<'_, FlowEngine>,
+    ranks: &Ranks,
+    sched: &Schedule,
+) -> Result<Busiest, RouteError> {
+    let topo = net.topology();
+    let state = net.link_state().clone();
+    // Each link's utilization over the run, in place of its bytes; a link that carried nothing
+    // keeps its zero (and its page of the table untouched) unless its capacity is zero.
+    let (mut util, elapsed) = net.take_link_bytes();
+    let span = elapsed.0 as f64 * 1e-9;
+    for (u, link) in util.iter_mut().zip(topo.links()) {
+        let capacity = link.capacity.0 as f64;
+        if *u == 0.0 && capacity != 0.0 {
+            continue;
+        }
+        *u = if span > 0.0 {
+            *u / (capacity * span)
+        } else {
+            0.0
+        };
+    }
+    // The run's flows are done with; its path finder knows the distances the scope needs.
+    let mut router = net.into_router();
+    let (busiest_tier, max_link_utilization, mean_link_utilization) =
+        busiest(&state, ranks, sched, &util, router.paths_mut())?;
+    Ok(Busiest {
+        busiest_tier,
+        max_link_utilization,
+        mean_link_utilization,
+    })
 }
 
 fn busiest(

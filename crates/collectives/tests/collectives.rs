@@ -49,6 +49,7 @@ fn bench(
         dtype: ("float", 4),
         full_detail: false,
         keep_links: false,
+        link_figures: true,
     }
 }
 
@@ -103,6 +104,29 @@ fn uncongested_ring_all_reduce_matches_the_closed_form() {
         (pipelined.busbw_gbps - 8.0 * edge_rate / 1e9).abs() < 10.0,
         "{pipelined:?}"
     );
+}
+
+#[test]
+fn link_figures_left_out_change_nothing_else() {
+    // Two hosts under different RTSWs, hashed: the busiest group is one between switches.
+    let topo = zone();
+    let r = ranks(&topo, 32, Placement::Contiguous);
+    let with = bench(
+        Collective::AllReduce,
+        Algorithm::Ring,
+        Routing::Hashed(Policy::Ecmp),
+        1,
+        Fidelity::Pipelined,
+    );
+    let without = Bench {
+        link_figures: false,
+        ..with.clone()
+    };
+    let (a, b) = (run(&topo, &r, &with, GIB), run(&topo, &r, &without, GIB));
+    let busiest = a.busiest.clone().expect("asked for");
+    assert!(busiest.max_link_utilization > 0.0, "{busiest:?}");
+    assert!(b.busiest.is_none());
+    assert_eq!(Row { busiest: None, ..a }, b);
 }
 
 #[test]

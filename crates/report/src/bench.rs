@@ -34,7 +34,16 @@ pub fn bench(
         &lines_by_size(
             "Busiest link group's highest utilization",
             "utilization",
-            &series(|r| r.max_link_utilization),
+            // Rows run without link figures (`Bench::link_figures`) have no point.
+            &runs
+                .iter()
+                .map(|(name, rows)| {
+                    let points = rows
+                        .iter()
+                        .filter_map(|r| Some((r.size, r.busiest.as_ref()?.max_link_utilization)));
+                    (name.clone(), points.collect())
+                })
+                .collect::<Vec<_>>(),
         ),
     );
     let mut rows = Vec::new();
@@ -47,8 +56,12 @@ pub fn bench(
                 format!("{:.1}", r.time_us),
                 format!("{:.2}", r.algbw_gbps),
                 format!("{:.2}", r.busbw_gbps),
-                r.busiest_tier.clone(),
-                format!("{:.3}", r.max_link_utilization),
+                r.busiest
+                    .as_ref()
+                    .map_or("-".to_string(), |b| b.busiest_tier.clone()),
+                r.busiest.as_ref().map_or("-".to_string(), |b| {
+                    format!("{:.3}", b.max_link_utilization)
+                }),
             ]);
         }
     }
