@@ -20,7 +20,8 @@
 //! keeps its rate, so only flows at or above that floor are re-solved. And a new flow that fits
 //! at its solo rate on every link it crosses needs no solve at all (the uncongested fast path).
 //!
-//! The set re-solved grows through saturated links only, and the result is then checked
+//! The set re-solved grows through saturated links only (on a link it only passes through,
+//! to the link's fastest flows: those bottlenecked there), and the result is then checked
 //! against the max-min certificate on every link it changed; flows that fail join the set and
 //! it is solved again. Reroutes and capacity changes take everything they reach instead.
 //!

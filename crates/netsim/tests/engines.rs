@@ -426,6 +426,68 @@ fn dense_sharing_work_grows_with_flows_not_with_flows_squared() {
     );
 }
 
+#[test]
+fn a_link_passed_through_takes_in_only_the_flows_it_binds() {
+    // Five links between switches at chosen capacities (bytes/s), and flows on them by hand:
+    // four flows and D on V; D and F on Z; F, S and T on Y; S alone on X, T alone on W. Max-min:
+    // V's five at 1e9, F at 4e9 (Z and Y both full), S and T at 3e9 (X and W).
+    let topo = build("leaf-spine", &[("k", "4")]);
+    let between_switches: Vec<LinkId> = topo
+        .link_ids()
+        .filter(|&l| {
+            let link = topo.link(l);
+            [link.src, link.dst]
+                .iter()
+                .all(|&n| matches!(topo.kind(n), fabricsim_topology::NodeKind::Switch(_)))
+        })
+        .collect();
+    let [v, z, y, x, w] = between_switches[..5] else {
+        panic!("leaf-spine k=4 has links between switches");
+    };
+    let mut engine = FlowEngine::new(&topo);
+    for (l, gbs) in [(v, 5), (z, 5), (y, 10), (x, 3), (w, 3)] {
+        engine.set_link_capacity(l, Bandwidth(gbs * 1_000_000_000));
+    }
+    let mut submit = |links: &[LinkId], bytes: u64| {
+        let links: Vec<(LinkId, f64)> = links.iter().map(|&l| (l, 1.0)).collect();
+        engine.submit(fabricsim_netsim::FlowSpec {
+            path: None,
+            links: &links,
+            bytes,
+            cap: None,
+            latency: Nanos(0),
+        })
+    };
+    let on_v: Vec<_> = (0..4).map(|_| submit(&[v], GIB)).collect();
+    let d = submit(&[v, z], 1 << 20);
+    let (f, s, t) = (
+        submit(&[z, y], GIB),
+        submit(&[y, x], GIB),
+        submit(&[y, w], GIB),
+    );
+    let rate = |e: &mut FlowEngine, flow| e.rate(flow).0;
+    assert_eq!(rate(&mut engine, d), 1_000_000_000);
+    assert_eq!(
+        [f, s, t].map(|g| rate(&mut engine, g)),
+        [4_000_000_000, 3_000_000_000, 3_000_000_000]
+    );
+    // D drains first. Its links V and Z were full: V's four flows (one cohort, one path) and F
+    // are solved again, and F's other link Y is full, but binds only F, its fastest: S and T
+    // at 3e9 are bottlenecked on X and W, and stay out of the set (they were in it, 4 cohorts,
+    // when the search took every flow above the floor on every full link).
+    let before = engine.solved_flows();
+    let mut done = Vec::new();
+    let t0 = engine.next_event().unwrap();
+    engine.advance(t0, &mut done);
+    assert_eq!(done.len(), 1);
+    assert_eq!(rate(&mut engine, on_v[0]), 1_250_000_000);
+    assert_eq!(
+        [f, s, t].map(|g| rate(&mut engine, g)),
+        [4_000_000_000, 3_000_000_000, 3_000_000_000]
+    );
+    assert_eq!(engine.solved_flows() - before, 2);
+}
+
 /// Random flows: (src gpu, dst gpu, bytes, start µs); GPU numbers wrap around the fabric.
 fn flows() -> impl Strategy<Value = Vec<(u32, u32, u64, u64)>> {
     prop::collection::vec((0u32..16, 0u32..16, 1u64..(64 << 20), 0u64..200), 1..40)
