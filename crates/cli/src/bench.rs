@@ -614,6 +614,7 @@ fn csv(results: &[(Variant, Vec<Row>)]) -> String {
     );
     for (p, rows) in results {
         for r in rows {
+            let b = busiest(r);
             out += &format!(
                 "{},{},{},{},{},{},{},{},{},{:.3},{:.4},{:.4},{},{:.4},{:.4},{}\n",
                 p.name(),
@@ -628,9 +629,9 @@ fn csv(results: &[(Variant, Vec<Row>)]) -> String {
                 r.time_us,
                 r.algbw_gbps,
                 r.busbw_gbps,
-                busiest(r).busiest_tier,
-                busiest(r).max_link_utilization,
-                busiest(r).mean_link_utilization,
+                b.busiest_tier,
+                b.max_link_utilization,
+                b.mean_link_utilization,
                 r.flows
             );
         }
