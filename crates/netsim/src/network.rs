@@ -15,7 +15,7 @@ use fabricsim_routing::select::{Choice, PathSelection, Selector, Ticket};
 use fabricsim_routing::{FlowKey, LinkCondition, LinkState, RouteError, Router, RoutingPolicy};
 use fabricsim_topology::{Bandwidth, LinkId, Nanos, Topology};
 
-use smallvec::{smallvec, SmallVec};
+use smallvec::smallvec;
 
 use crate::attribution::Attribution;
 use crate::classes::{ClassBroken, LinkClasses};
@@ -25,68 +25,11 @@ use crate::link_sum::LinkSum;
 use crate::route_memo::{RouteMemo, Routed as Merged};
 use crate::window::Window;
 
-/// A part of a strand: the route of a flow key under the policy, or one fixed link.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Leg {
-    Routed(FlowKey),
-    Link(LinkId),
-}
-
-/// A strand's legs: one or two inline (a direct path, or NVLink to a proxy then the network).
-pub type Legs = SmallVec<[Leg; 2]>;
-
-/// Legs in series, carrying `weight` times the bundle's rate on each of their links.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Strand {
-    pub legs: Legs,
-    pub weight: f64,
-}
-
-/// What a flow was submitted as, so that it can be routed again after a link change; dropped
-/// when the flow is done (a finished flow keeps no memory here but this tag).
-enum Recipe {
-    Key(FlowKey),
-    /// A bundle of one strand of weight 1 over one or two routed legs (a message sent
-    /// directly, or through a PXN proxy: most of an all-to-all's), kept without a boxed strand.
-    Routed(FlowKey, Option<FlowKey>),
-    Bundle(Box<[Strand]>),
-    /// A bundle in flight under link classes, which hold for a fixed link state: nothing will
-    /// route it again, so its strands are not kept (after [`Network::fix_link_state`], no
-    /// flow keeps a recipe at all).
-    Fixed,
-    Done,
-}
-
-impl Recipe {
-    fn of_bundle(strands: Vec<Strand>) -> Recipe {
-        if let [strand] = &strands[..] {
-            if strand.weight == 1.0 {
-                match strand.legs[..] {
-                    [Leg::Routed(a)] => return Recipe::Routed(a, None),
-                    [Leg::Routed(a), Leg::Routed(b)] => return Recipe::Routed(a, Some(b)),
-                    _ => {}
-                }
-            }
-        }
-        Recipe::Bundle(strands.into_boxed_slice())
-    }
-
-    /// A bundle's strands (`None` for a key or a finished flow).
-    fn strands(&self) -> Option<Vec<Strand>> {
-        match self {
-            Recipe::Routed(a, b) => Some(vec![Strand {
-                legs: [Some(*a), *b]
-                    .into_iter()
-                    .flatten()
-                    .map(Leg::Routed)
-                    .collect(),
-                weight: 1.0,
-            }]),
-            Recipe::Bundle(strands) => Some(strands.to_vec()),
-            Recipe::Key(_) | Recipe::Fixed | Recipe::Done => None,
-        }
-    }
-}
+mod images;
+mod strand;
+use images::Images;
+use strand::Recipe;
+pub use strand::{Leg, Legs, Strand};
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum NetworkError {
@@ -116,6 +59,8 @@ pub struct Network<'t, E: Engine> {
     fold: Option<Fold>,
     /// Links every bundle crosses all or none of (see [`LinkClasses`]).
     classes: Option<LinkClasses>,
+    /// The scratch of a bundle routed in one server (`images.rs`).
+    images: Images,
     /// The hosts' path selection for messages issued through [`Network::select`].
     selector: Selector,
     /// Bytes per link per tag, when asked for ([`Network::attribute`]).
@@ -160,6 +105,7 @@ impl<'t, E: Engine> Network<'t, E> {
             efficiency: Vec::new(),
             fold: None,
             classes: None,
+            images: Images::default(),
             selector: Selector::default(),
             attribution: None,
             routing_epoch: 0,
@@ -631,6 +577,36 @@ impl<'t, E: Engine> Network<'t, E> {
         }
     }
 
+    /// Every strand of a bundle routed into `routed`, merged and folded into `links`; the
+    /// bundle's latency.
+    fn merge_routes(
+        &mut self,
+        strands: &[Strand],
+        routed: &mut Vec<(LinkId, f64)>,
+        links: &mut Vec<(LinkId, f64)>,
+    ) -> Result<Nanos, NetworkError> {
+        let mut latency = Nanos(0);
+        for strand in strands {
+            latency = latency.max(self.route_strand(strand, routed)?);
+        }
+        // Under classes, routes that cross each link once fold as they are read.
+        let folded = match &mut self.classes {
+            Some(classes) => classes.fold_routes(routed, links)?,
+            None => false,
+        };
+        if !folded {
+            let count = self.topo.link_count();
+            for &(l, w) in routed.iter() {
+                self.link_sum.add(count, l, w);
+            }
+            self.link_sum.drain_into(links);
+            if let Some(classes) = &mut self.classes {
+                classes.fold(links)?;
+            }
+        }
+        Ok(latency)
+    }
+
     /// The merged incidence of a bundle's strands routed now (links in id order; under link
     /// classes, checked against them and each class's first link only) and its latency, kept
     /// in the memo if there is one (with the name the memo gave it).
@@ -638,26 +614,15 @@ impl<'t, E: Engine> Network<'t, E> {
         // The strands' links, unmerged, in the buffer kept between submissions.
         let mut routed = std::mem::take(&mut self.scratch);
         routed.clear();
-        let mut latency = Nanos(0);
-        for strand in strands {
-            latency = latency.max(self.route_strand(strand, &mut routed)?);
-        }
         let mut links = Vec::new();
-        // Under classes, routes that cross each link once fold as they are read.
-        let folded = match &mut self.classes {
-            Some(classes) => classes.fold_routes(&routed, &mut links)?,
-            None => false,
+        // A bundle laid alike on every server is routed in one where it can be.
+        let latency = match self.fold_by_images(strands, &mut routed, &mut links) {
+            Some(latency) => latency,
+            None => {
+                routed.clear();
+                self.merge_routes(strands, &mut routed, &mut links)?
+            }
         };
-        if !folded {
-            let count = self.topo.link_count();
-            for &(l, w) in &routed {
-                self.link_sum.add(count, l, w);
-            }
-            self.link_sum.drain_into(&mut links);
-            if let Some(classes) = &mut self.classes {
-                classes.fold(&mut links)?;
-            }
-        }
         self.scratch = routed;
         let name = self
             .memo
