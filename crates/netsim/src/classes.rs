@@ -49,6 +49,9 @@ pub struct ServerPlaces {
 const NONE: u32 = u32::MAX;
 
 impl ServerPlaces {
+    /// [`Self::packed`] of a node of no server.
+    pub const NONE: u32 = NONE;
+
     /// How many servers.
     pub fn servers(&self) -> u32 {
         self.servers
@@ -65,7 +68,8 @@ impl ServerPlaces {
         (at != NONE).then_some((at >> 8, at & 0xFF))
     }
 
-    /// [`Self::at`] packed: the server shifted left 8 bits and the place; `u32::MAX` for none.
+    /// [`Self::at`] packed: the server shifted left 8 bits and the place; [`Self::NONE`] for
+    /// none.
     pub fn packed(&self, node: fabricsim_topology::NodeId) -> u32 {
         self.at.get(node.index()).copied().unwrap_or(NONE)
     }

@@ -116,7 +116,8 @@ fn inside(places: &ServerPlaces, strand: &Strand) -> u32 {
         places.packed(key.dst),
     );
     let (a, b) = (from & 0xFF, to & 0xFF);
-    if from == NONE || to == NONE || from >> 8 != to >> 8 || a >= g || b >= g {
+    let outside = ServerPlaces::NONE;
+    if from == outside || to == outside || from >> 8 != to >> 8 || a >= g || b >= g {
         return NONE;
     }
     ((from >> 8) * g + a) * g + b
