@@ -13,9 +13,9 @@
 //! pushed back with its current level instead of saturating. A freeze then touches no heap,
 //! and a link crossed by many flows that freeze elsewhere is re-pushed once per pop, not once
 //! per freeze: O(incidences + pops · log links). The first keys are all known before the first
-//! pop: they are sorted a chunk at a time as the pops need them (a hashed ring's component
-//! pops nearly all, and a sort costs less than as many heap pops), only the re-keyed go into a
-//! heap, and each step takes the lower of the two. A problem solved in place (`Problem`'s
+//! pop: they are sorted once, at the first pop (a hashed ring's component pops nearly all,
+//! and a sort costs less than as many heap pops), only the re-keyed go into a heap, and each
+//! step takes the lower of the two. A problem solved in place (`Problem`'s
 //! `LISTS_FLOWS`) keys all its links into the heap: its flows freeze early.
 //!
 //! A link only one flow crosses keeps its level until that flow freezes and is dead after, so
@@ -163,43 +163,32 @@ impl Event {
     }
 }
 
-/// Events that pop greatest first, sorted a chunk at a time as pops need them, each chunk
-/// twice the last: a solve that pops them all (a hashed ring's component pops nearly all)
-/// pays about one sort, cheaper than as many heap pops, and one whose flows all freeze early
-/// (a spray's) sorts little.
+/// Events that pop greatest first, all sorted at the first pop: a hashed ring's component
+/// pops nearly all its links, and one sort costs less than as many heap pops. Sorting them a
+/// chunk at a time as the pops needed them, each chunk twice the last, spent 1.6 % more
+/// instructions on the 405B and saved 0.06 % on its sprayed run, whose flows freeze early
+/// (docs/performance.md, "Keys sorted at once").
 #[derive(Default)]
 struct Sorted {
     events: Vec<Event>,
-    /// How many of the last events are sorted.
-    ready: usize,
-    chunk: usize,
+    sorted: bool,
 }
-
-/// The first chunk [`Sorted`] sorts.
-const FIRST_SORTED: usize = 128;
 
 impl Sorted {
     fn clear(&mut self) {
         self.events.clear();
-        self.ready = 0;
-        self.chunk = FIRST_SORTED;
+        self.sorted = false;
     }
 
     fn push(&mut self, e: Event) {
-        debug_assert_eq!(self.ready, 0, "pushed after the first pop");
+        debug_assert!(!self.sorted, "pushed after the first pop");
         self.events.push(e);
     }
 
     fn peek(&mut self) -> Option<Event> {
-        if self.ready == 0 && !self.events.is_empty() {
-            let n = self.events.len();
-            let take = self.chunk.min(n);
-            if take < n {
-                self.events.select_nth_unstable(n - take);
-            }
-            self.events[n - take..].sort_unstable();
-            self.ready = take;
-            self.chunk = self.chunk.saturating_mul(2);
+        if !self.sorted {
+            self.events.sort_unstable();
+            self.sorted = true;
         }
         self.events.last().copied()
     }
@@ -207,7 +196,6 @@ impl Sorted {
     fn pop(&mut self) -> Option<Event> {
         let e = self.peek()?;
         self.events.pop();
-        self.ready -= 1;
         Some(e)
     }
 }
@@ -344,7 +332,7 @@ impl Solver {
         for &own in self.own.iter().flatten() {
             events.push(own);
         }
-        // A copied problem's events are sorted as pops need them, and the re-keyed go to the
+        // A copied problem's events are sorted at the first pop, and the re-keyed go to the
         // heap. One solved in place stops early (a pipelined ring's channels, an all-to-all):
         // all go to a heap, built in linear time.
         let mut heap = std::mem::take(&mut self.heap).into_vec();
