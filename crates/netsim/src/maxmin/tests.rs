@@ -232,8 +232,8 @@ fn small_problems_solve_as_the_heap_does() {
     }
 }
 
-/// Sorted a chunk at a time (chunks of 128, 256, ... for thousands of events), events come
-/// out greatest first, as a heap gives them.
+/// Sorted at the first pop (from none to thousands of events), events come out greatest
+/// first, as a heap gives them.
 #[test]
 fn sorted_events_pop_in_heap_order() {
     let mut rng = Lcg(11);
@@ -253,7 +253,7 @@ fn sorted_events_pop_in_heap_order() {
     }
 }
 
-/// Problems of hundreds of links and tens of flows (several chunks of sorted events, many
+/// Problems of hundreds of links and tens of flows (hundreds of sorted events, many
 /// links crossed by one flow) get the same rates to the last bit whether the solver keys
 /// each flow's first own link and sorts, or keys every link into a heap (as in place).
 #[test]
