@@ -509,6 +509,12 @@ impl Execution {
                 vec![(qp, wire)]
             }
         };
+        // Started: its data has left the receive slots of what it forwards (`NCCL_STEPS`).
+        for f in self.sched.freed_by_start(t) {
+            if s.release(&self.sched, f) {
+                self.queue.push((self.end, SUBMIT, f));
+            }
+        }
         let count = parts.len() as u32;
         let mut latency = 0;
         let now = self.end;
@@ -537,7 +543,12 @@ impl Execution {
             return;
         };
         s.ran += 1;
-        for d in self.sched.dependents(t) {
+        let freed = self.sched.freed_by_arrival(t);
+        for d in self
+            .sched
+            .dependents(t)
+            .chain((freed != NONE).then_some(freed))
+        {
             if s.release(&self.sched, d) {
                 self.queue.push((at, SUBMIT, d));
             }

@@ -542,6 +542,34 @@ impl Schedule {
         }
     }
 
+    /// The transfers whose receive slot `i` frees as it starts, each waiting for it: a ring
+    /// step or a pipeline chunk `NCCL_STEPS` later on the connections whose data `i` forwards
+    /// (`ring_steps.rs`, `pipeline.rs`). Held transfers keep no slots.
+    pub fn freed_by_start(&self, i: u32) -> Dependents<'_> {
+        let (listed, offset, forward) = match self.kept(i) {
+            Kept::Held(_) => (&[][..], 0, NONE),
+            Kept::Formula(f) => {
+                let freed = f.freed_by_start(i);
+                (freed.listed, freed.offset, freed.forward)
+            }
+        };
+        Dependents {
+            listed: listed.iter(),
+            offset,
+            forward,
+            outside: [].iter(),
+        }
+    }
+
+    /// The transfer whose receive slot `i` frees as it arrives, where nothing forwards its
+    /// data (a pipeline's last edges), or [`NONE`].
+    pub fn freed_by_arrival(&self, i: u32) -> u32 {
+        match self.kept(i) {
+            Kept::Held(_) => NONE,
+            Kept::Formula(f) => f.freed_by_arrival(i),
+        }
+    }
+
     /// Every transfer, but the transfers of a formula's edge (a ring position's steps, a
     /// pipeline edge's chunks) as one, its first carrying the bytes of them all: what each
     /// connection moves over the schedule, read in O(n) per ring or pipeline (where

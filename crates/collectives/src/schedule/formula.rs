@@ -105,6 +105,32 @@ impl Formula {
         }
     }
 
+    /// What `id` releases as it starts: the receive slots it frees (`NCCL_STEPS`).
+    pub fn freed_by_start(&self, id: u32) -> Released<'_> {
+        match self {
+            Formula::Ring(r) => Released {
+                listed: &[],
+                offset: 0,
+                forward: r.freed_by_start(r.at(id)),
+            },
+            Formula::Pipeline(p) => p.freed_by_start(id),
+            Formula::Pairs(_) => Released {
+                listed: &[],
+                offset: 0,
+                forward: NONE,
+            },
+        }
+    }
+
+    /// What `id` releases as it arrives besides its dependents: the receive slot it frees
+    /// where nothing forwards it, or [`NONE`].
+    pub fn freed_by_arrival(&self, id: u32) -> u32 {
+        match self {
+            Formula::Pipeline(p) => p.freed_by_arrival(id),
+            Formula::Ring(_) | Formula::Pairs(_) => NONE,
+        }
+    }
+
     /// The transfers that wait for nothing, in order.
     pub fn starts(&self) -> Vec<u32> {
         match self {

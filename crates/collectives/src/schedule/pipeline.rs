@@ -6,9 +6,16 @@
 //!
 //! Transfer `(j, q)` is chunk `j` on edge `q`, numbered `start + j·P + q`: the order in which
 //! pushing the chunks one after another, each edge in pattern order, would have numbered them.
+//!
+//! An edge's receiver keeps [`NCCL_STEPS`] slots for it (NCCL's buffer slots per connection,
+//! `src/include/device.h`), so chunk `j` also waits for the slot of chunk `j − NCCL_STEPS` to
+//! be free: for every edge that forwards or reduces that chunk onwards to have started (its
+//! data has left the slot), or, at a receiver that forwards nothing, for the chunk to have
+//! arrived.
 
-use super::formula::Formula;
+use super::formula::{Formula, Released};
 use super::{split_piece, Csr, Path, Pattern, Schedule, Transfer, NONE};
+use crate::qp_window::NCCL_STEPS;
 
 #[derive(Clone, Debug)]
 pub(super) struct Pipeline {
@@ -56,7 +63,39 @@ impl Pipeline {
 
     pub fn waits(&self, id: u32) -> u32 {
         let (j, q) = self.at(id);
-        self.deps.get(q).len() as u32 + u32::from(j > 0)
+        let slot = if j >= NCCL_STEPS {
+            self.dependents.get(q).len().max(1) as u32
+        } else {
+            0
+        };
+        self.deps.get(q).len() as u32 + u32::from(j > 0) + slot
+    }
+
+    /// The chunks whose receive slot `id` frees as it starts: chunk `j + NCCL_STEPS` on each
+    /// edge whose data it forwards (module docs).
+    pub fn freed_by_start(&self, id: u32) -> Released<'_> {
+        let (j, q) = self.at(id);
+        let later = j.saturating_add(NCCL_STEPS);
+        Released {
+            listed: if later < self.chunks {
+                self.deps.get(q)
+            } else {
+                &[]
+            },
+            offset: self.start + later.min(self.chunks) * self.p(),
+            forward: NONE,
+        }
+    }
+
+    /// The chunk whose receive slot `id` frees as it arrives, where nothing forwards it: the
+    /// same edge's chunk `j + NCCL_STEPS`, or [`NONE`].
+    pub fn freed_by_arrival(&self, id: u32) -> u32 {
+        let (j, q) = self.at(id);
+        if self.dependents.get(q).is_empty() && j.saturating_add(NCCL_STEPS) < self.chunks {
+            id + NCCL_STEPS * self.p()
+        } else {
+            NONE
+        }
     }
 
     /// The same edge's next chunk, or [`NONE`] after the last.

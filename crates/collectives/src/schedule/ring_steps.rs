@@ -6,10 +6,14 @@
 //! `start + k·n + i`: the order [`super::Schedule::push`] would have given them one by one.
 //! It carries piece `(i − k) mod n`, waits for `(k − 1, i − 1)` to arrive (the data it forwards)
 //! and for `(k − 1, i)` to leave (the connection's previous send); step 0 waits for the
-//! position's *entry* transfer, if the ring has one.
+//! position's *entry* transfer, if the ring has one. From step [`NCCL_STEPS`] on, it also waits
+//! for its receiver's slot of step `k − NCCL_STEPS` to be free (NCCL's buffer slots per
+//! connection): for `(k − NCCL_STEPS + 1, i + 1)`, which forwards that step's piece, to have
+//! started.
 
 use super::formula::Formula;
 use super::{Path, Schedule, Transfer, NONE};
+use crate::qp_window::NCCL_STEPS;
 
 #[derive(Clone, Debug)]
 pub(super) struct RingSteps {
@@ -73,11 +77,11 @@ impl RingSteps {
         self.entry.get(i as usize).copied().unwrap_or(NONE)
     }
 
-    /// Dependencies not yet met before `at` may start: the data it forwards and its
-    /// connection's previous send, or its entry.
+    /// Dependencies not yet met before `at` may start: the data it forwards, its connection's
+    /// previous send and, from step `NCCL_STEPS` on, its receiver's slot; or its entry.
     pub fn waits(&self, at: At) -> u32 {
         if at.k > 0 {
-            2
+            2 + u32::from(at.k >= NCCL_STEPS)
         } else {
             u32::from(self.entry(at.i) != NONE)
         }
@@ -96,6 +100,17 @@ impl RingSteps {
     pub fn forward(&self, at: At) -> u32 {
         if at.k + 1 < self.steps {
             self.id(at.k + 1, (at.i + 1) % self.n())
+        } else {
+            NONE
+        }
+    }
+
+    /// The send whose receive slot `at` frees as it starts, forwarding the piece of
+    /// `(k − 1, i − 1)`: that connection's step `k − 1 + NCCL_STEPS`, or [`NONE`].
+    pub fn freed_by_start(&self, at: At) -> u32 {
+        let later = u64::from(at.k) + u64::from(NCCL_STEPS) - 1;
+        if at.k > 0 && later < u64::from(self.steps) {
+            self.id(later as u32, (at.i + self.n() - 1) % self.n())
         } else {
             NONE
         }

@@ -1,6 +1,7 @@
 //! The schedule's transfers held and in closed form.
 
 use super::*;
+use crate::qp_window::NCCL_STEPS;
 
 fn transfer(src: u32, dst: u32, bytes: u64, path: Path, group: u32) -> Transfer {
     Transfer {
@@ -190,7 +191,10 @@ fn both(ranks: u32) -> (Schedule, Schedule) {
 }
 
 /// `closed` and `held` are the same schedule, `closed` holding only `held_there` transfers one
-/// by one: every transfer, what it waits for and releases, and the bytes per edge agree.
+/// by one: every transfer, what it waits for and releases, and the bytes per edge agree. The
+/// closed forms keep receive slots besides, which held transfers do not: a transfer's start frees
+/// the transfer `NCCL_STEPS` later on the connection of each transfer whose data it waits for;
+/// the arrival of one that nothing waits for frees that connection's transfer `NCCL_STEPS` later.
 fn same_schedule(closed: &Schedule, held: &Schedule, held_there: usize) {
     assert_eq!(closed.len(), held.len());
     assert_eq!(
@@ -218,10 +222,39 @@ fn same_schedule(closed: &Schedule, held: &Schedule, held_there: usize) {
     );
     assert!(closed.sends().count() <= held.transfers().count());
     assert_eq!(closed.starts(), held.starts());
+    let n = held.len();
+    let later = |mut x: u32| {
+        for _ in 0..NCCL_STEPS {
+            if x != NONE {
+                x = held.next(x);
+            }
+        }
+        x
+    };
+    let (mut freed_by_start, mut slots) = (vec![Vec::new(); n], vec![0; n]);
+    for x in 0..n as u32 {
+        let (waiting, freed): (Vec<u32>, u32) = (held.dependents(x).collect(), later(x));
+        let by_arrival = if waiting.is_empty() { freed } else { NONE };
+        assert_eq!(
+            closed.freed_by_arrival(x),
+            by_arrival,
+            "freed by {x}'s arrival"
+        );
+        if freed != NONE {
+            slots[freed as usize] += waiting.len().max(1) as u32;
+            for a in waiting {
+                freed_by_start[a as usize].push(freed);
+            }
+        }
+    }
     for t in 0..held.len() as u32 {
         assert_eq!(closed.has_prev(t), held.has_prev(t), "{t}");
         assert_eq!(closed.next(t), held.next(t), "{t}");
-        assert_eq!(closed.waits(t), held.waits(t), "{t}");
+        assert_eq!(closed.waits(t), held.waits(t) + slots[t as usize], "{t}");
+        let mut freed: Vec<u32> = closed.freed_by_start(t).collect();
+        freed.sort_unstable();
+        freed_by_start[t as usize].sort_unstable();
+        assert_eq!(freed, freed_by_start[t as usize], "freed by {t}'s start");
         let (a, b): (Vec<u32>, Vec<u32>) =
             (closed.dependents(t).collect(), held.dependents(t).collect());
         assert_eq!(a, b, "dependents of {t}");
@@ -230,7 +263,7 @@ fn same_schedule(closed: &Schedule, held: &Schedule, held_there: usize) {
 
 #[test]
 fn a_ring_in_closed_form_is_the_ring_held_one_transfer_at_a_time() {
-    for ranks in [2, 3, 8] {
+    for ranks in [2, 3, 8, 13] {
         let (closed, held) = both(ranks);
         same_schedule(&closed, &held, 2 * ranks as usize);
     }
@@ -300,7 +333,7 @@ fn pipeline_both(chunks: u32) -> (Schedule, Schedule) {
 
 #[test]
 fn a_pipeline_in_closed_form_is_the_pipeline_held_one_transfer_at_a_time() {
-    for chunks in [1, 2, 7] {
+    for chunks in [1, 2, 7, 8, 9, 20] {
         let (closed, held) = pipeline_both(chunks);
         same_schedule(&closed, &held, 2);
     }
