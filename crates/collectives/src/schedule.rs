@@ -546,17 +546,14 @@ impl Schedule {
     /// step or a pipeline chunk `NCCL_STEPS` later on the connections whose data `i` forwards
     /// (`ring_steps.rs`, `pipeline.rs`). Held transfers keep no slots.
     pub fn freed_by_start(&self, i: u32) -> Dependents<'_> {
-        let (listed, offset, forward) = match self.kept(i) {
-            Kept::Held(_) => (&[][..], 0, NONE),
-            Kept::Formula(f) => {
-                let freed = f.freed_by_start(i);
-                (freed.listed, freed.offset, freed.forward)
-            }
+        let freed = match self.kept(i) {
+            Kept::Held(_) => formula::Released::one(NONE),
+            Kept::Formula(f) => f.freed_by_start(i),
         };
         Dependents {
-            listed: listed.iter(),
-            offset,
-            forward,
+            listed: freed.listed.iter(),
+            offset: freed.offset,
+            forward: freed.forward,
             outside: [].iter(),
         }
     }

@@ -23,6 +23,17 @@ pub(super) struct Released<'a> {
     pub forward: u32,
 }
 
+impl Released<'_> {
+    /// One transfer (or none, for [`NONE`]).
+    pub fn one(t: u32) -> Released<'static> {
+        Released {
+            listed: &[],
+            offset: 0,
+            forward: t,
+        }
+    }
+}
+
 impl Formula {
     pub fn start(&self) -> u32 {
         match self {
@@ -84,11 +95,7 @@ impl Formula {
 
     pub fn released(&self, id: u32) -> Released<'_> {
         match self {
-            Formula::Ring(r) => Released {
-                listed: &[],
-                offset: 0,
-                forward: r.forward(r.at(id)),
-            },
+            Formula::Ring(r) => Released::one(r.forward(r.at(id))),
             Formula::Pipeline(p) => {
                 let (listed, offset) = p.dependents(id);
                 Released {
@@ -97,28 +104,16 @@ impl Formula {
                     forward: NONE,
                 }
             }
-            Formula::Pairs(_) => Released {
-                listed: &[],
-                offset: 0,
-                forward: NONE,
-            },
+            Formula::Pairs(_) => Released::one(NONE),
         }
     }
 
     /// What `id` releases as it starts: the receive slots it frees (`NCCL_STEPS`).
     pub fn freed_by_start(&self, id: u32) -> Released<'_> {
         match self {
-            Formula::Ring(r) => Released {
-                listed: &[],
-                offset: 0,
-                forward: r.freed_by_start(r.at(id)),
-            },
+            Formula::Ring(r) => Released::one(r.freed_by_start(r.at(id))),
             Formula::Pipeline(p) => p.freed_by_start(id),
-            Formula::Pairs(_) => Released {
-                listed: &[],
-                offset: 0,
-                forward: NONE,
-            },
+            Formula::Pairs(_) => Released::one(NONE),
         }
     }
 

@@ -76,13 +76,12 @@ impl Pipeline {
     pub fn freed_by_start(&self, id: u32) -> Released<'_> {
         let (j, q) = self.at(id);
         let later = j.saturating_add(NCCL_STEPS);
+        if later >= self.chunks {
+            return Released::one(NONE);
+        }
         Released {
-            listed: if later < self.chunks {
-                self.deps.get(q)
-            } else {
-                &[]
-            },
-            offset: self.start + later.min(self.chunks) * self.p(),
+            listed: self.deps.get(q),
+            offset: self.start + later * self.p(),
             forward: NONE,
         }
     }
